@@ -1,0 +1,164 @@
+//! The four algorithms by name, and a limiter whose algorithm is chosen at run time.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::bucket::Bucket;
+use crate::decision::Decision;
+use crate::errors::AlgorithmError;
+use crate::fixed::FixedState;
+use crate::floating::FloatingState;
+use crate::limit::Limit;
+use crate::sliding_log::SlidingLogState;
+use crate::state::State;
+use crate::token_bucket::TokenBucketState;
+
+/// One of the four algorithms, named as the CLI and the docs widget name them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// `floating`: the approximated sliding window from two counters.
+    #[default]
+    Floating,
+    /// `sliding-log`: the exact sliding window.
+    SlidingLog,
+    /// `fixed`: one counter per fixed window.
+    Fixed,
+    /// `token-bucket`: capacity N refilled at N per window.
+    TokenBucket,
+}
+
+impl Algorithm {
+    /// All four, in the order the docs present them.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Floating,
+        Algorithm::SlidingLog,
+        Algorithm::Fixed,
+        Algorithm::TokenBucket,
+    ];
+
+    /// The name used on the command line and in the widget's `algorithm` attribute.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Algorithm::Floating => "floating",
+            Algorithm::SlidingLog => "sliding-log",
+            Algorithm::Fixed => "fixed",
+            Algorithm::TokenBucket => "token-bucket",
+        }
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = AlgorithmError;
+
+    fn from_str(name: &str) -> Result<Algorithm, AlgorithmError> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|algorithm| algorithm.name() == name)
+            .ok_or_else(|| AlgorithmError {
+                name: name.to_string(),
+            })
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The state of whichever algorithm a [`Limiter`] was built with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnyState {
+    Floating(FloatingState),
+    SlidingLog(SlidingLogState),
+    Fixed(FixedState),
+    TokenBucket(TokenBucketState),
+}
+
+impl AnyState {
+    /// A fresh state for `algorithm`.
+    pub fn new(algorithm: Algorithm) -> AnyState {
+        match algorithm {
+            Algorithm::Floating => AnyState::Floating(FloatingState::default()),
+            Algorithm::SlidingLog => AnyState::SlidingLog(SlidingLogState::default()),
+            Algorithm::Fixed => AnyState::Fixed(FixedState::default()),
+            Algorithm::TokenBucket => AnyState::TokenBucket(TokenBucketState::default()),
+        }
+    }
+
+    /// Which algorithm this is.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            AnyState::Floating(_) => Algorithm::Floating,
+            AnyState::SlidingLog(_) => Algorithm::SlidingLog,
+            AnyState::Fixed(_) => Algorithm::Fixed,
+            AnyState::TokenBucket(_) => Algorithm::TokenBucket,
+        }
+    }
+
+    fn inner(&self) -> &dyn State {
+        match self {
+            AnyState::Floating(state) => state,
+            AnyState::SlidingLog(state) => state,
+            AnyState::Fixed(state) => state,
+            AnyState::TokenBucket(state) => state,
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn State {
+        match self {
+            AnyState::Floating(state) => state,
+            AnyState::SlidingLog(state) => state,
+            AnyState::Fixed(state) => state,
+            AnyState::TokenBucket(state) => state,
+        }
+    }
+}
+
+impl State for AnyState {
+    fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
+        self.inner_mut().hit(limit, now_ms, cost)
+    }
+
+    fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
+        self.inner().peek(limit, now_ms, cost)
+    }
+
+    fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
+        self.inner_mut().record(limit, now_ms, cost)
+    }
+
+    fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
+        self.inner().is_idle(limit, now_ms)
+    }
+
+    fn clear(&mut self) {
+        self.inner_mut().clear();
+    }
+}
+
+/// A bucket whose algorithm is chosen at run time, as the CLI and the widget choose it.
+///
+/// ```
+/// use trickle::{Algorithm, Limiter};
+///
+/// let mut limiter = Limiter::new(Algorithm::SlidingLog, "6/8s".parse().unwrap());
+/// for t in 0..6 {
+///     assert!(limiter.hit(t * 100, 1).is_allowed());
+/// }
+/// // The first token comes back exactly 8 s after it was spent.
+/// assert_eq!(limiter.hit(600, 1).retry_after_ms(), Some(8_000 - 600));
+/// ```
+pub type Limiter = Bucket<AnyState>;
+
+impl Limiter {
+    /// An empty limiter running `algorithm` under `limit`.
+    pub fn new(algorithm: Algorithm, limit: Limit) -> Limiter {
+        Bucket::with_state(limit, AnyState::new(algorithm))
+    }
+
+    /// The algorithm this limiter runs.
+    pub fn algorithm(&self) -> Algorithm {
+        self.state().algorithm()
+    }
+}

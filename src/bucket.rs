@@ -1,0 +1,85 @@
+//! One limit and one state: a single rate-limited bucket.
+
+use crate::decision::Decision;
+use crate::fixed::FixedState;
+use crate::floating::FloatingState;
+use crate::limit::Limit;
+use crate::sliding_log::SlidingLogState;
+use crate::state::State;
+use crate::token_bucket::TokenBucketState;
+
+/// A single bucket: a [`Limit`] and the state of one algorithm.
+///
+/// Use it through the aliases [`FloatingWindow`], [`SlidingLog`], [`FixedWindow`] and
+/// [`TokenBucket`], or through [`crate::Limiter`] when the algorithm is chosen at run time.
+///
+/// ```
+/// use trickle::{FloatingWindow, Outcome};
+///
+/// let mut bucket = FloatingWindow::new("2/1s".parse().unwrap());
+/// assert!(bucket.hit(0, 1).is_allowed());
+/// assert!(bucket.hit(10, 1).is_allowed());
+/// let denied = bucket.hit(20, 1);
+/// assert_eq!(denied.status(), 429);
+/// // Both tokens count in full until the next window begins at 1000 ms; then they slide
+/// // out, and at 1500 ms half of them is left: 2 × 0.5 + 1 ≤ 2. That is 20 + 1480.
+/// assert_eq!(denied.outcome, Outcome::Denied { retry_after_ms: 1_480 });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket<S> {
+    limit: Limit,
+    state: S,
+}
+
+/// The floating window (approximated sliding window), the main algorithm.
+pub type FloatingWindow = Bucket<FloatingState>;
+/// The sliding log, the exact sliding window.
+pub type SlidingLog = Bucket<SlidingLogState>;
+/// The fixed window.
+pub type FixedWindow = Bucket<FixedState>;
+/// The token bucket.
+pub type TokenBucket = Bucket<TokenBucketState>;
+
+impl<S: State + Default> Bucket<S> {
+    /// An empty bucket (a full one, for the token bucket).
+    pub fn new(limit: Limit) -> Bucket<S> {
+        Bucket::with_state(limit, S::default())
+    }
+}
+
+impl<S: State> Bucket<S> {
+    pub(crate) fn with_state(limit: Limit, state: S) -> Bucket<S> {
+        Bucket { limit, state }
+    }
+
+    /// The limit this bucket enforces.
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    /// The state, for inspection.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// Decides a request of `cost` tokens at `now_ms` and spends the cost if it fits.
+    pub fn hit(&mut self, now_ms: u64, cost: u64) -> Decision {
+        self.state.hit(&self.limit, now_ms, cost)
+    }
+
+    /// What [`hit`](Bucket::hit) would answer, without spending anything.
+    pub fn peek(&self, now_ms: u64, cost: u64) -> Decision {
+        self.state.peek(&self.limit, now_ms, cost)
+    }
+
+    /// Charges `cost` after the fact, even past the limit (for costs known only from the
+    /// response, as ESI charges by status).
+    pub fn record(&mut self, now_ms: u64, cost: u64) -> Decision {
+        self.state.record(&self.limit, now_ms, cost)
+    }
+
+    /// Forgets every request: as new.
+    pub fn reset(&mut self) {
+        self.state.clear();
+    }
+}

@@ -1,0 +1,76 @@
+//! EVE Online's ESI conventions: what a response costs, and the headers that report it.
+//!
+//! ESI charges a request by the status it answered with, after answering: a success costs
+//! 2 tokens, a redirect or `304 Not Modified` 1, a client error 5 (but a 429, which the
+//! limiter itself sent, nothing), and a server error nothing, since the fault is ESI's.
+
+use crate::decision::{Decision, Outcome};
+use crate::errors::StatusError;
+
+/// What a response with HTTP `status` costs under ESI's table.
+///
+/// | status | cost |
+/// |---|---|
+/// | 2XX | 2 |
+/// | 3XX | 1 |
+/// | 4XX except 429 | 5 |
+/// | 429 | 0 |
+/// | 5XX | 0 |
+///
+/// Anything else (1XX, or not an HTTP status) is an error.
+///
+/// ```
+/// use trickle::esi::cost_for_status;
+///
+/// assert_eq!(cost_for_status(200), Ok(2));
+/// assert_eq!(cost_for_status(304), Ok(1));
+/// assert_eq!(cost_for_status(404), Ok(5));
+/// assert_eq!(cost_for_status(429), Ok(0));
+/// assert_eq!(cost_for_status(503), Ok(0));
+/// assert!(cost_for_status(101).is_err());
+/// ```
+pub fn cost_for_status(status: u16) -> Result<u64, StatusError> {
+    match status {
+        200..=299 => Ok(2),
+        300..=399 => Ok(1),
+        429 => Ok(0),
+        400..=499 => Ok(5),
+        500..=599 => Ok(0),
+        _ => Err(StatusError { status }),
+    }
+}
+
+/// The response headers ESI sends for a decision:
+///
+/// - `X-Ratelimit-Limit`: the limit as ESI writes it, `150/15m`;
+/// - `X-Ratelimit-Remaining`: whole tokens left;
+/// - `X-Ratelimit-Used`: the tokens this request spent (0 when denied);
+/// - `Retry-After`, on a denial only: whole seconds, rounded up, so that a client that
+///   waits that long is never early. A request too large ever to fit gets no
+///   `Retry-After`, since no wait would help.
+///
+/// ```
+/// use trickle::{esi, FloatingWindow};
+///
+/// let mut bucket = FloatingWindow::new("150/15m".parse().unwrap());
+/// let decision = bucket.hit(0, 2);
+/// assert_eq!(
+///     esi::headers(&decision),
+///     [
+///         ("X-Ratelimit-Limit", "150/15m".to_string()),
+///         ("X-Ratelimit-Remaining", "148".to_string()),
+///         ("X-Ratelimit-Used", "2".to_string()),
+///     ]
+/// );
+/// ```
+pub fn headers(decision: &Decision) -> Vec<(&'static str, String)> {
+    let mut headers = vec![
+        ("X-Ratelimit-Limit", decision.limit.to_string()),
+        ("X-Ratelimit-Remaining", decision.remaining().to_string()),
+        ("X-Ratelimit-Used", decision.spent().to_string()),
+    ];
+    if let Outcome::Denied { retry_after_ms } = decision.outcome {
+        headers.push(("Retry-After", retry_after_ms.div_ceil(1000).to_string()));
+    }
+    headers
+}

@@ -1,0 +1,82 @@
+//! An exact rate-limiter core: the floating window that ESI, Cloudflare and Upstash use,
+//! the exact sliding log it approximates, the fixed window and the token bucket.
+//!
+//! Pure logic: the caller passes the time in integer milliseconds, so the same code
+//! enforces a limit in a server, replays a request log, and runs in a browser as the
+//! `<rate-limit-demo>` docs widget. Every decision is made in exact integer arithmetic;
+//! `f64` is only used to show a number.
+//!
+//! # One rule for every algorithm
+//!
+//! A limit is N tokens per window of W ms ([`Limit`], written `6/8s` or `150/15m`). A
+//! request of cost c at time t is allowed iff `used + c ≤ N`, and then spends c. A denied
+//! request spends nothing and learns `retry_after_ms`: the smallest wait after which the
+//! same request fits. A request of cost 0 always fits; one of cost above N never does
+//! ([`Outcome::ExceedsLimit`]).
+//!
+//! # The floating window, worked through
+//!
+//! With `6/8s`, windows are [0 s, 8 s), [8 s, 16 s), … Four tokens spent in the first
+//! window and two in the second, at t = 11 s (3 s into the second window) the sliding
+//! window still covers 5/8 of the first one:
+//!
+//! ```text
+//! used = previous × overlap + current = 4 × 0.625 + 2 = 4.5
+//! ```
+//!
+//! ```
+//! use trickle::{FloatingWindow, Outcome};
+//!
+//! let mut bucket = FloatingWindow::new("6/8s".parse().unwrap());
+//! for t in [0, 1_000, 2_000, 3_000, 9_000, 10_000] {
+//!     assert!(bucket.hit(t, 1).is_allowed());
+//! }
+//! let decision = bucket.hit(11_000, 1);
+//! let counters = decision.counters.unwrap();
+//! assert_eq!((counters.previous, counters.current), (4, 3));
+//! assert_eq!(counters.overlap(), 0.625);
+//! assert_eq!(decision.used.to_string(), "5.500");
+//! assert_eq!(decision.remaining(), 0);
+//!
+//! // A sixth token would make 6.5 > 6: denied until enough of the previous
+//! // window has slid out, 4 × (8000 − e) / 8000 + 3 + 1 ≤ 6, at e = 4000 ms.
+//! let denied = bucket.hit(11_000, 1);
+//! assert_eq!(denied.outcome, Outcome::Denied { retry_after_ms: 1_000 });
+//! assert!(bucket.peek(12_000, 1).is_allowed());
+//! assert!(!bucket.peek(11_999, 1).is_allowed());
+//! ```
+//!
+//! # Where to start
+//!
+//! - One bucket: [`FloatingWindow`], [`SlidingLog`], [`FixedWindow`], [`TokenBucket`],
+//!   each with `hit`, `peek` (look without spending) and `record` (charge after the fact).
+//! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
+//! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`].
+//! - ESI's cost by status and its headers: [`esi`].
+
+mod algorithm;
+mod bucket;
+mod decision;
+mod errors;
+pub mod esi;
+mod fixed;
+mod floating;
+mod keyed;
+mod limit;
+mod sliding_log;
+mod state;
+mod token_bucket;
+mod tokens;
+
+pub use algorithm::{Algorithm, AnyState, Limiter};
+pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
+pub use decision::{Counters, Decision, Outcome};
+pub use errors::{AlgorithmError, LimitError, StatusError};
+pub use fixed::FixedState;
+pub use floating::FloatingState;
+pub use keyed::{GroupedLimiter, KeyedLimiter};
+pub use limit::Limit;
+pub use sliding_log::SlidingLogState;
+pub use state::State;
+pub use token_bucket::TokenBucketState;
+pub use tokens::Tokens;

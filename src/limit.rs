@@ -1,0 +1,133 @@
+//! A limit: N tokens per window of W milliseconds, written as ESI writes it (`150/15m`).
+//!
+//! A [`Limit`] can only be built valid (at least one token, a window of at least 1 ms), so
+//! the algorithms never check it again on the hot path.
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::str::FromStr;
+
+use crate::errors::LimitError;
+
+/// N tokens per window of W milliseconds.
+///
+/// ```
+/// use trickle::Limit;
+///
+/// let limit: Limit = "150/15m".parse().unwrap();
+/// assert_eq!(limit.tokens(), 150);
+/// assert_eq!(limit.window_ms(), 15 * 60 * 1000);
+/// assert_eq!(limit.to_string(), "150/15m");
+///
+/// // Bad text says what is allowed.
+/// let err = "6/8x".parse::<Limit>().unwrap_err();
+/// assert!(err.to_string().contains("unit must be ms, s, m or h"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limit {
+    tokens: NonZeroU64,
+    window_ms: NonZeroU64,
+}
+
+/// The units a window may be written in, longest first so that `Display` picks the
+/// largest unit that divides the window exactly.
+const UNITS: [(&str, u64); 4] = [("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)];
+
+impl Limit {
+    /// `tokens` per `window_ms` milliseconds; both must be at least 1.
+    pub fn new(tokens: u64, window_ms: u64) -> Result<Limit, LimitError> {
+        Ok(Limit {
+            tokens: NonZeroU64::new(tokens).ok_or(LimitError::ZeroTokens)?,
+            window_ms: NonZeroU64::new(window_ms).ok_or(LimitError::ZeroWindow)?,
+        })
+    }
+
+    /// N: how many tokens one window holds.
+    pub fn tokens(&self) -> u64 {
+        self.tokens.get()
+    }
+
+    /// W: the window's length in milliseconds.
+    pub fn window_ms(&self) -> u64 {
+        self.window_ms.get()
+    }
+
+    /// W, for the denominators of exact token amounts.
+    pub(crate) fn window(&self) -> NonZeroU64 {
+        self.window_ms
+    }
+
+    /// N × W, the limit in the scaled units every decision is compared in.
+    pub(crate) fn scaled(&self) -> u128 {
+        u128::from(self.tokens()) * u128::from(self.window_ms())
+    }
+
+    /// `tokens` × W, an amount in the same scaled units. Saturates: only counts pushed far
+    /// past the limit by `record` can get there, and they are over the limit either way.
+    pub(crate) fn scale(&self, tokens: impl Into<u128>) -> u128 {
+        tokens.into().saturating_mul(u128::from(self.window_ms()))
+    }
+}
+
+impl FromStr for Limit {
+    type Err = LimitError;
+
+    /// Parses `TOKENS/WINDOW` where WINDOW is a whole number and a unit `ms`, `s`, `m` or `h`.
+    /// Whitespace around the whole text is ignored; inside it is not allowed.
+    fn from_str(text: &str) -> Result<Limit, LimitError> {
+        let owned = || text.to_string();
+        let trimmed = text.trim();
+        let (tokens, window) = trimmed
+            .split_once('/')
+            .ok_or_else(|| LimitError::MissingSlash { text: owned() })?;
+
+        let tokens = parse_digits(tokens).ok_or_else(|| LimitError::BadTokens {
+            text: owned(),
+            tokens: tokens.to_string(),
+        })?;
+
+        let digits_end = window
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(window.len());
+        let (count, unit) = window.split_at(digits_end);
+        if count.is_empty() {
+            return Err(LimitError::BadWindow {
+                text: owned(),
+                window: window.to_string(),
+            });
+        }
+        let (_, unit_ms) = UNITS
+            .iter()
+            .find(|(name, _)| *name == unit)
+            .ok_or_else(|| LimitError::UnknownUnit {
+                text: owned(),
+                unit: unit.to_string(),
+            })?;
+        let window_ms = parse_digits(count)
+            .and_then(|count| count.checked_mul(*unit_ms))
+            .ok_or_else(|| LimitError::WindowTooLong { text: owned() })?;
+
+        Limit::new(tokens, window_ms)
+    }
+}
+
+/// A non-empty run of ASCII digits that fits a `u64`. `u64::from_str` alone would also
+/// take a leading `+`.
+fn parse_digits(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl fmt::Display for Limit {
+    /// The shortest ESI form: `150/15m`, `6/8s`, `7/1500ms`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let window = self.window_ms();
+        let (unit, unit_ms) = UNITS
+            .iter()
+            .find(|(_, unit_ms)| window % unit_ms == 0)
+            .unwrap_or(&UNITS[UNITS.len() - 1]);
+        write!(f, "{}/{}{}", self.tokens(), window / unit_ms, unit)
+    }
+}

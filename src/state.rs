@@ -1,0 +1,158 @@
+//! What every algorithm does with a request, and the rule they all share.
+//!
+//! Each algorithm keeps its per-key numbers in a small state type that implements
+//! [`State`]. The limit lives outside the state, so a keyed limiter stores one limit for
+//! many keys, and the state only ever holds counters and the latest time it has seen.
+//!
+//! The shared rule: a request of cost c is allowed iff `used + c ≤ N`. A cost of 0 always
+//! fits, a cost above N never does, and a denial spends nothing. Times earlier than the
+//! latest time already seen are treated as that latest time.
+
+use crate::decision::{Counters, Decision, Outcome};
+use crate::limit::Limit;
+use crate::tokens::Tokens;
+
+/// The per-key state of one rate-limiting algorithm.
+///
+/// All times are milliseconds on the caller's clock; the state never reads a clock.
+pub trait State {
+    /// Decides a request of `cost` tokens at `now_ms`, and spends the cost if it fits.
+    fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision;
+
+    /// What [`hit`](State::hit) would answer, without spending anything or changing state.
+    fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision;
+
+    /// Charges `cost` tokens after the fact, whether or not they fit: for costs known only
+    /// from the response. It may push `used` above the limit; later requests then wait.
+    /// The decision's outcome is always [`Outcome::Allowed`].
+    fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision;
+
+    /// True when at `now_ms` nothing this state holds still counts, so dropping it and
+    /// starting afresh would change no later decision.
+    fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool;
+
+    /// Forgets everything: the state of a limiter that has never seen a request.
+    fn clear(&mut self);
+}
+
+/// The numbers a state reports for one decision, before they become a [`Decision`].
+pub(crate) struct Usage {
+    /// `used × W`, exact.
+    pub used_scaled: u128,
+    /// The floating window's counters, for showing the formula.
+    pub counters: Option<Counters>,
+}
+
+/// Applies the shared rule to a request of `cost` at the effective time `at_ms`
+/// (`≥ now_ms`, the caller's time), given the tokens in use before it.
+///
+/// `wait_ms` is only called for a denied request whose cost is at most N, and must return
+/// the smallest d ≥ 1 such that the request fits at `at_ms + d`.
+pub(crate) fn judge(
+    limit: &Limit,
+    now_ms: u64,
+    at_ms: u64,
+    used_scaled: u128,
+    cost: u64,
+    wait_ms: impl FnOnce() -> u64,
+) -> Outcome {
+    if cost == 0 {
+        Outcome::Allowed
+    } else if cost > limit.tokens() {
+        Outcome::ExceedsLimit
+    } else if used_scaled.saturating_add(limit.scale(cost)) <= limit.scaled() {
+        Outcome::Allowed
+    } else {
+        // Reported from the caller's clock, so that `now + retry_after_ms` is the moment
+        // even when that clock had gone backwards.
+        Outcome::Denied {
+            retry_after_ms: (at_ms - now_ms).saturating_add(wait_ms()),
+        }
+    }
+}
+
+/// Puts a decision together from its parts.
+pub(crate) fn decision(
+    limit: &Limit,
+    at_ms: u64,
+    cost: u64,
+    outcome: Outcome,
+    usage: Usage,
+) -> Decision {
+    Decision {
+        outcome,
+        cost,
+        limit: *limit,
+        used: Tokens::new(usage.used_scaled, limit.window()),
+        at_ms,
+        counters: usage.counters,
+    }
+}
+
+/// Narrows a wait computed in u128 to u64 milliseconds. Only limits near `u64::MAX` ms can
+/// produce a wait that does not fit, and a wait of 584 million years is as good as never.
+pub(crate) fn saturate_ms(wait: u128) -> u64 {
+    u64::try_from(wait).unwrap_or(u64::MAX)
+}
+
+/// A state small enough to copy, whose standing at any later time is computed from its
+/// fields alone: the floating window, the fixed window and the token bucket. Implementing
+/// this gives [`State`] with one shared flow for hit, peek and record.
+pub(crate) trait Rolling: Copy + Default {
+    /// The state as it stands at `at_ms` (not before the latest time seen).
+    fn rolled(&self, limit: &Limit, at_ms: u64) -> Self;
+    /// The latest time seen.
+    fn latest_ms(&self) -> u64;
+    /// The tokens in use, and the counters to show.
+    fn usage(&self, limit: &Limit) -> Usage;
+    /// The smallest d ≥ 1 after which a denied `cost ≤ N` fits.
+    fn wait_ms(&self, limit: &Limit, cost: u64) -> u64;
+    /// Adds `cost` to the tokens in use.
+    fn spend(&mut self, limit: &Limit, cost: u64);
+
+    /// Rolls to the effective time and applies the shared rule.
+    fn decide(&self, limit: &Limit, now_ms: u64, cost: u64) -> (Self, Outcome) {
+        let state = self.rolled(limit, now_ms.max(self.latest_ms()));
+        let used_scaled = state.usage(limit).used_scaled;
+        let outcome = judge(limit, now_ms, state.latest_ms(), used_scaled, cost, || {
+            state.wait_ms(limit, cost)
+        });
+        (state, outcome)
+    }
+
+    fn report(&self, limit: &Limit, cost: u64, outcome: Outcome) -> Decision {
+        decision(limit, self.latest_ms(), cost, outcome, self.usage(limit))
+    }
+}
+
+impl<T: Rolling> State for T {
+    fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
+        let (mut state, outcome) = self.decide(limit, now_ms, cost);
+        if outcome == Outcome::Allowed {
+            state.spend(limit, cost);
+        }
+        *self = state;
+        state.report(limit, cost, outcome)
+    }
+
+    fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
+        let (state, outcome) = self.decide(limit, now_ms, cost);
+        state.report(limit, cost, outcome)
+    }
+
+    fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
+        let mut state = self.rolled(limit, now_ms.max(self.latest_ms()));
+        state.spend(limit, cost);
+        *self = state;
+        state.report(limit, cost, Outcome::Allowed)
+    }
+
+    fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
+        let state = self.rolled(limit, now_ms.max(self.latest_ms()));
+        state.usage(limit).used_scaled == 0
+    }
+
+    fn clear(&mut self) {
+        *self = T::default();
+    }
+}

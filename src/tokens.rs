@@ -1,0 +1,88 @@
+//! An exact, possibly fractional, number of tokens.
+//!
+//! The floating window and the token bucket produce fractions of a token: 4 × 0.625 + 2
+//! = 4.5. Every decision compares such amounts exactly, as integers scaled by the window
+//! length W, so a fraction is never rounded away and `f64` is only used to show one.
+
+use std::fmt;
+use std::num::NonZeroU64;
+
+/// `numerator / denominator` tokens, where the denominator is the window length in ms.
+///
+/// ```
+/// use trickle::{FloatingWindow, Limit};
+///
+/// let limit: Limit = "6/8s".parse().unwrap();
+/// let mut bucket = FloatingWindow::new(limit);
+/// for t in [0, 1_000, 2_000, 3_000] {
+///     bucket.hit(t, 1);
+/// }
+/// // 5 s into the next window, 3/8 of the previous one still overlaps: 4 × 3/8 = 1.5.
+/// let seen = bucket.peek(13_000, 1);
+/// assert_eq!(seen.used.numerator(), 4 * 3_000);
+/// assert_eq!(seen.used.denominator(), 8_000);
+/// assert_eq!(seen.used.to_string(), "1.500");
+/// assert_eq!(seen.used.floor(), 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tokens {
+    numerator: u128,
+    denominator: NonZeroU64,
+}
+
+impl Tokens {
+    pub(crate) fn new(numerator: u128, denominator: NonZeroU64) -> Tokens {
+        Tokens {
+            numerator,
+            denominator,
+        }
+    }
+
+    /// The amount times the window length: what decisions compare.
+    pub fn numerator(&self) -> u128 {
+        self.numerator
+    }
+
+    /// The window length in milliseconds.
+    pub fn denominator(&self) -> u64 {
+        self.denominator.get()
+    }
+
+    /// The whole tokens, rounded down.
+    pub fn floor(&self) -> u128 {
+        self.numerator / u128::from(self.denominator.get())
+    }
+
+    /// The amount as a float, for showing it; never use it to decide.
+    pub fn as_f64(&self) -> f64 {
+        let denominator = u128::from(self.denominator.get());
+        let whole = self.numerator / denominator;
+        let part = self.numerator % denominator;
+        // Splitting keeps the fraction exact up to f64's precision even when the numerator
+        // is far beyond 2^53.
+        whole as f64 + part as f64 / denominator as f64
+    }
+}
+
+impl fmt::Display for Tokens {
+    /// Decimal, rounded half up, with 3 decimals unless the formatter asks for others
+    /// (at most 18): `{}` gives `4.500`, `{:.1}` gives `4.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let decimals = f.precision().unwrap_or(3).min(18);
+        let denominator = u128::from(self.denominator.get());
+        let mut whole = self.numerator / denominator;
+        let scale = 10u128.pow(decimals as u32);
+        // part < 2^64 and scale ≤ 10^18 < 2^60, so this cannot overflow.
+        let part = self.numerator % denominator;
+        let mut fraction = (part * scale * 2 + denominator) / (denominator * 2);
+        if fraction == scale {
+            whole += 1;
+            fraction = 0;
+        }
+        if decimals == 0 {
+            write!(f, "{whole}")
+        } else {
+            write!(f, "{whole}.{fraction:0width$}", width = decimals)
+        }
+    }
+}
