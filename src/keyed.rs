@@ -102,11 +102,18 @@ impl<K: Hash + Eq, S: State + Default> KeyedLimiter<K, S> {
         self.buckets.is_empty()
     }
 
-    /// The bytes the table of buckets takes: one slot of key and state plus one control
-    /// byte for each slot of capacity, as hashbrown lays it out. Keys that own heap memory
-    /// (a `String`) cost that too.
+    /// The bytes the table of buckets takes, estimated from its layout: the standard
+    /// `HashMap` keeps a power-of-two number of slots, at most 7/8 of them full, each slot
+    /// a key, a state and a control byte. Keys that own heap memory (a `String`) cost that
+    /// too, and are not counted here.
     pub fn table_bytes(&self) -> usize {
-        self.buckets.capacity() * KeyedLimiter::<K, S>::SLOT_BYTES
+        let capacity = self.buckets.capacity();
+        let slots = match capacity {
+            0 => 0,
+            1..=7 => (capacity + 1).next_power_of_two(),
+            _ => (capacity * 8 / 7).next_power_of_two(),
+        };
+        slots * KeyedLimiter::<K, S>::SLOT_BYTES
     }
 
     /// What one slot of the table costs, in bytes: key, state and a control byte.
