@@ -80,3 +80,8 @@ pub use sliding_log::SlidingLogState;
 pub use state::State;
 pub use token_bucket::TokenBucketState;
 pub use tokens::Tokens;
+
+// The README's Rust examples compile and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
