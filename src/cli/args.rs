@@ -1,0 +1,143 @@
+//! The command line: `trickle replay --limit 6/8s [--algorithm NAME] [FILE]`, read with
+//! lexopt.
+//!
+//! The values of `--limit` and `--algorithm` are checked only once the whole line is read,
+//! so `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use lexopt::prelude::*;
+use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    Help,
+    Version,
+    Replay(ReplayArgs),
+}
+
+/// The arguments of `trickle replay`.
+#[derive(Debug)]
+pub struct ReplayArgs {
+    pub limit: Limit,
+    pub algorithm: Algorithm,
+    pub input: Input,
+}
+
+/// Where the request log comes from.
+#[derive(Debug)]
+pub enum Input {
+    Stdin,
+    Path(PathBuf),
+}
+
+/// A command line that cannot be run. Exit code 2.
+#[derive(Debug)]
+pub enum UsageError {
+    /// An unknown flag, a flag without its value, a stray argument.
+    Arguments(lexopt::Error),
+    NoCommand,
+    UnknownCommand(OsString),
+    /// A second input file: replay reads one log.
+    SecondInput(OsString),
+    MissingLimit,
+    Limit(LimitError),
+    Algorithm(AlgorithmError),
+    /// The same flag twice: which one was meant is a guess, so do not guess.
+    Repeated(&'static str),
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UsageError::Arguments(error) => write!(f, "{error}"),
+            UsageError::NoCommand => write!(
+                f,
+                "no command given; expected replay, as in trickle replay --limit 6/8s requests.csv"
+            ),
+            UsageError::UnknownCommand(name) => {
+                write!(f, "unknown command {name:?}; the only command is replay")
+            }
+            UsageError::SecondInput(path) => write!(
+                f,
+                "unexpected argument {path:?}: replay reads one log, from one FILE or stdin"
+            ),
+            UsageError::MissingLimit => write!(
+                f,
+                "replay needs --limit TOKENS/WINDOW with a unit ms, s, m or h, as in --limit 6/8s"
+            ),
+            UsageError::Limit(error) => write!(f, "invalid --limit: {error}"),
+            UsageError::Algorithm(error) => write!(f, "invalid --algorithm: {error}"),
+            UsageError::Repeated(flag) => write!(f, "{flag} is given more than once; give it once"),
+        }
+    }
+}
+
+impl From<lexopt::Error> for UsageError {
+    fn from(error: lexopt::Error) -> UsageError {
+        UsageError::Arguments(error)
+    }
+}
+
+/// Reads the whole command line.
+pub fn parse(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
+    match parser.next()? {
+        None => Err(UsageError::NoCommand),
+        Some(Short('h') | Long("help")) => Ok(Command::Help),
+        Some(Short('V') | Long("version")) => Ok(Command::Version),
+        Some(Value(command)) if command == "replay" => parse_replay(parser),
+        Some(Value(command)) => Err(UsageError::UnknownCommand(command)),
+        Some(flag) => Err(flag.unexpected().into()),
+    }
+}
+
+/// Reads what follows `replay`.
+fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
+    let mut limit: Option<String> = None;
+    let mut algorithm: Option<String> = None;
+    let mut input: Option<OsString> = None;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Command::Help),
+            Long("limit") => set_once(&mut limit, "--limit", parser.value()?.string()?)?,
+            Long("algorithm") => {
+                set_once(&mut algorithm, "--algorithm", parser.value()?.string()?)?
+            }
+            Value(path) if input.is_none() => input = Some(path),
+            Value(path) => return Err(UsageError::SecondInput(path)),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+
+    let limit = limit
+        .ok_or(UsageError::MissingLimit)?
+        .parse()
+        .map_err(UsageError::Limit)?;
+    let algorithm = match algorithm {
+        Some(name) => name.parse().map_err(UsageError::Algorithm)?,
+        None => Algorithm::default(),
+    };
+    let input = match input {
+        Some(path) if path != "-" => Input::Path(PathBuf::from(path)),
+        _ => Input::Stdin,
+    };
+    Ok(Command::Replay(ReplayArgs {
+        limit,
+        algorithm,
+        input,
+    }))
+}
+
+fn set_once(
+    slot: &mut Option<String>,
+    flag: &'static str,
+    value: String,
+) -> Result<(), UsageError> {
+    if slot.replace(value).is_some() {
+        return Err(UsageError::Repeated(flag));
+    }
+    Ok(())
+}

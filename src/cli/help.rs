@@ -1,0 +1,84 @@
+//! The text of `trickle --help`: the whole manual, since there is one command.
+
+/// Printed for `--help` / `-h`, at the top level and after `replay`.
+pub const HELP: &str = "\
+trickle: would my application have hit this rate limit?
+
+Replays a log of requests against a limit, as if a rate limiter had stood in front of
+them, and writes what it would have decided for each request.
+
+Usage:
+  trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [FILE]
+  trickle --help | --version
+
+Options:
+  --limit TOKENS/WINDOW  The limit: TOKENS per WINDOW, the window a whole number with a
+                         unit ms, s, m or h, as ESI writes it: 6/8s, 150/15m, 7/1500ms.
+                         Required. --limit=6/8s works too.
+  --algorithm NAME       floating (the default), sliding-log, fixed or token-bucket.
+  FILE                   The request log; stdin when absent or `-`.
+  -h, --help             This text.
+  -V, --version          The version.
+
+Input: CSV with a header line, then one line per request, sorted by time
+  t_ms,cost     t_ms is the request's time in whole milliseconds (from any start);
+                cost the tokens it spends, a whole number.
+  t_ms,status   the HTTP status it was answered with instead of a cost: each request
+                costs what ESI charges for its status (table below).
+  The header needs t_ms and exactly one of cost or status. Columns may come in any
+  order and other columns (path, user agent, ...) are ignored. Spaces around names and
+  values, blank lines and CRLF line endings are fine. Times may repeat but must not
+  go backwards. Line numbers in error messages count the header as line 1.
+
+ESI's cost table (for a status column):
+  2XX  2 tokens     3XX  1 token     4XX  5 tokens (but 429: 0)     5XX  0 tokens
+  Anything else (1XX, below 100, above 599) is an error.
+
+Output: CSV on stdout, one line per request, with this header:
+  t_ms,cost,allowed,used,remaining,retry_after_ms
+  t_ms, cost      the request's time and cost (from its status, for a status log).
+  allowed         true or false. A denied request spends nothing.
+  used            tokens in use after the decision (with its cost when allowed), exact
+                  to 3 decimals: the floating window and the token bucket count
+                  fractions of a token.
+  remaining       whole tokens left.
+  retry_after_ms  empty when allowed; when denied, the wait after which the same
+                  request fits if nothing else is spent; `never` when the cost is
+                  larger than the whole limit.
+  Rows are written as the log is read, so a large log streams through, and a bad line
+  stops the replay after the rows before it. A one-line summary goes to stderr at the
+  end, so stdout stays pure CSV:
+  replayed 120 requests against 6/8s (floating): 100 allowed, 20 denied, 0 never fit
+
+Algorithms (every one allows a request of cost c iff used + c <= TOKENS):
+  floating      ESI's floating window (Cloudflare's and Upstash's sliding window):
+                fixed windows aligned to multiples of WINDOW from t_ms 0, and
+                used = previous window x its share still inside the last WINDOW ms
+                       + current window.
+  sliding-log   the exact sliding window: tokens count for WINDOW ms after they are
+                spent, then come back all at once.
+  fixed         one counter per fixed window, emptied at each multiple of WINDOW.
+  token-bucket  a bucket of TOKENS, full at the start, refilled continuously at
+                TOKENS per WINDOW.
+
+Example:
+  $ printf 't_ms,status\\n0,200\\n1000,200\\n2000,404\\n2500,429\\n13000,200\\n' > log.csv
+  $ trickle replay --limit 6/8s log.csv
+  t_ms,cost,allowed,used,remaining,retry_after_ms
+  0,2,true,2.000,4,
+  1000,2,true,4.000,2,
+  2000,5,false,4.000,2,12000
+  2500,0,true,4.000,2,
+  13000,2,true,3.500,2,
+  replayed 5 requests against 6/8s (floating): 4 allowed, 1 denied, 0 never fit
+  The 404 costs 5 and 4 + 5 > 6; it would fit at 14000 ms, when 4 x 2/8 of the first
+  window's tokens still count: 1 + 5 <= 6. At 13000 ms, 4 x 3/8 + 2 = 3.5 are in use.
+
+Exit codes:
+  0  the log was replayed (denied requests are an answer, not a failure), or stdout
+     was closed early (as by `| head`)
+  1  the input could not be read or is malformed: the message names the line and what
+     was expected
+  2  the command line is wrong: an unknown option, a missing or malformed --limit, an
+     unknown --algorithm
+";

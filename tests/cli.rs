@@ -1,0 +1,602 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! The replay CLI through the real binary: arguments in, CSV on stdin, rows on stdout,
+//! one summary or error line on stderr, and the exit code.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::thread;
+
+const HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms";
+
+/// What one run of the binary left behind.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `trickle` with `args`, feeding `stdin` from a thread so that a large input cannot
+/// deadlock against a full stdout pipe.
+fn trickle(args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the trickle binary starts");
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_string();
+    // The binary may stop reading early (a usage error, a bad line): a broken pipe here
+    // is expected, not a failure of the test.
+    let writer = thread::spawn(move || {
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    Run {
+        code: output
+            .status
+            .code()
+            .expect("exited, not killed by a signal"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// The header and `rows`, as the binary writes them.
+fn csv(rows: &[&str]) -> String {
+    let mut text = format!("{HEADER}\n");
+    for row in rows {
+        text.push_str(row);
+        text.push('\n');
+    }
+    text
+}
+
+fn assert_no_panic(run: &Run, case: &str) {
+    assert!(
+        !run.stderr.contains("panicked"),
+        "{case}: the binary panicked:\n{}",
+        run.stderr
+    );
+}
+
+/// A replay that must succeed with exactly `rows`.
+fn assert_replays(args: &[&str], stdin: &str, rows: &[&str], case: &str) {
+    let run = trickle(args, stdin);
+    assert_no_panic(&run, case);
+    assert_eq!(run.code, 0, "{case}: exit code; stderr: {}", run.stderr);
+    assert_eq!(run.stdout, csv(rows), "{case}: stdout");
+}
+
+// A small floating-window trace under 6/8s: windows [0, 8000), [8000, 16000), …; at e ms
+// into a window, used = previous × (8000 − e) / 8000 + current.
+//
+//   t=0      cost 2: current 2                                  → 2.000, 4 left
+//   t=2000   cost 3: current 5                                  → 5.000, 1 left
+//   t=4000   cost 2: 5 + 2 > 6, denied. Nothing fits in this window (current + cost = 7),
+//            so wait for the next one: 5 × (8000 − e) / 8000 + 2 ≤ 6 at e = 1600, i.e.
+//            t = 9600, which is 4000 + 1600 + 4000 → retry 5600
+//   t=9600   cost 2: 5 × 6400/8000 + 2 = 4 + 2                  → 6.000, 0 left
+//   t=10000  cost 1: 5 × 6000/8000 + 2 = 5.75; + 1 > 6, denied. 5 × (8000 − e)/8000 + 2 + 1
+//            ≤ 6 at e = 3200, t = 11200                         → 5.750, 0 left, retry 1200
+//   t=11200  cost 1: 5 × 4800/8000 + 2 + 1 = 3 + 3              → 6.000, 0 left
+//   t=13000  cost 0: always fits; 5 × 3000/8000 + 3 = 1.875 + 3 → 4.875, 1 left
+//   t=17000  cost 9 > 6: never. Window 2 with previous = 3: 3 × 7000/8000 = 2.625, 3 left
+//   t=20000  cost 4: 3 × 4000/8000 + 4 = 1.5 + 4                → 5.500, 0 left
+//   t=23001  cost 0: 3 × 999/8000 + 4 = 4.374625, shown rounded half up → 4.375, 1 left
+#[test]
+fn floating_window_trace_worked_by_hand() {
+    let input = "t_ms,cost\n0,2\n2000,3\n4000,2\n9600,2\n10000,1\n11200,1\n13000,0\n17000,9\n20000,4\n23001,0\n";
+    #[rustfmt::skip]
+    let rows = [
+        "0,2,true,2.000,4,",
+        "2000,3,true,5.000,1,",
+        "4000,2,false,5.000,1,5600",
+        "9600,2,true,6.000,0,",
+        "10000,1,false,5.750,0,1200",
+        "11200,1,true,6.000,0,",
+        "13000,0,true,4.875,1,",
+        "17000,9,false,2.625,3,never",
+        "20000,4,true,5.500,0,",
+        "23001,0,true,4.375,1,",
+    ];
+    assert_replays(
+        &["replay", "--limit", "6/8s"],
+        input,
+        &rows,
+        "floating trace",
+    );
+}
+
+// The same log under 4/1s for each algorithm (N = 4, W = 1000 ms):
+//
+// floating: t=400 cost 1: 4 + 1 > 4 and current + cost > 4, so the next window:
+//           4 × (1000 − e)/1000 + 1 ≤ 4 at e = 250 → 600 + 250 = 850.
+//           t=700 cost 3: 4 × (1000 − e)/1000 + 3 ≤ 4 at e = 750 → 300 + 750 = 1050.
+//           t=1100 cost 2: 4 × 900/1000 + 2 = 5.6 > 4; 4 × (1000 − e)/1000 + 2 ≤ 4 at
+//           e = 500 → 500 − 100 = 400. t=1500 cost 2: 4 × 0.5 + 2 = 4, allowed.
+// sliding-log: t=400 needs used ≤ 3: the 2 tokens of t=0 come back at 1000 → 600.
+//           t=700 needs used ≤ 1: both entries must go, the second at 1200 → 500.
+//           t=1100: t=0's tokens are back, 2 + 2 = 4. t=1500: t=200's too, 2 + 2 = 4.
+// fixed:    t=400 and t=700 wait for the window at 1000: 600 and 300. t=1100 starts afresh.
+// token-bucket: 4 tokens per 1000 ms come back, 0.004 per ms, continuously.
+//           t=200: 2 − 0.8 + 2 = 3.2. t=400: 3.2 − 0.8 + 1 = 3.4. t=700: 3.4 − 1.2 = 2.2,
+//           + 3 > 4, denied until 2.2 − 0.004 d + 3 ≤ 4 at d = 300. t=1100: 2.2 − 1.6 + 2
+//           = 2.6. t=1500: 2.6 − 1.6 + 2 = 3.
+#[test]
+fn every_algorithm_on_the_same_log() {
+    let input = "t_ms,cost\n0,2\n200,2\n400,1\n700,3\n1100,2\n1500,2\n";
+    #[rustfmt::skip]
+    let cases: [(&str, [&str; 6]); 4] = [
+        ("floating", [
+            "0,2,true,2.000,2,",
+            "200,2,true,4.000,0,",
+            "400,1,false,4.000,0,850",
+            "700,3,false,4.000,0,1050",
+            "1100,2,false,3.600,0,400",
+            "1500,2,true,4.000,0,",
+        ]),
+        ("sliding-log", [
+            "0,2,true,2.000,2,",
+            "200,2,true,4.000,0,",
+            "400,1,false,4.000,0,600",
+            "700,3,false,4.000,0,500",
+            "1100,2,true,4.000,0,",
+            "1500,2,true,4.000,0,",
+        ]),
+        ("fixed", [
+            "0,2,true,2.000,2,",
+            "200,2,true,4.000,0,",
+            "400,1,false,4.000,0,600",
+            "700,3,false,4.000,0,300",
+            "1100,2,true,2.000,2,",
+            "1500,2,true,4.000,0,",
+        ]),
+        ("token-bucket", [
+            "0,2,true,2.000,2,",
+            "200,2,true,3.200,0,",
+            "400,1,true,3.400,0,",
+            "700,3,false,2.200,1,300",
+            "1100,2,true,2.600,1,",
+            "1500,2,true,3.000,1,",
+        ]),
+    ];
+    for (algorithm, rows) in cases {
+        let args = ["replay", "--limit", "4/1s", "--algorithm", algorithm];
+        assert_replays(&args, input, &rows, algorithm);
+    }
+}
+
+#[test]
+fn the_default_algorithm_is_floating() {
+    let input = "t_ms,cost\n0,4\n400,1\n";
+    let rows = ["0,4,true,4.000,0,", "400,1,false,4.000,0,850"];
+    assert_replays(
+        &["replay", "--limit", "4/1s"],
+        input,
+        &rows,
+        "no --algorithm",
+    );
+    let args = ["replay", "--limit=4/1s", "--algorithm=floating"];
+    assert_replays(&args, input, &rows, "--flag=value forms");
+}
+
+#[test]
+fn status_is_charged_by_esis_table() {
+    #[rustfmt::skip]
+    let cases = [
+        // status, ESI's cost
+        ("200", 2), ("201", 2), ("299", 2),
+        ("300", 1), ("304", 1), ("399", 1),
+        ("400", 5), ("404", 5), ("428", 5), ("429", 0), ("430", 5), ("499", 5),
+        ("500", 0), ("503", 0), ("599", 0),
+        (" 200 ", 2), ("0200", 2),
+    ];
+    for (status, cost) in cases {
+        let input = format!("t_ms,status\n0,{status}\n");
+        let row = format!("0,{cost},true,{cost}.000,{},", 100 - cost);
+        assert_replays(&["replay", "--limit", "100/1s"], &input, &[&row], status);
+    }
+}
+
+// 6/8s, all at t=0 in window 0: 200 → 2, 304 → 1, 429 and 503 → 0, so 3 in use. The 404
+// costs 5: 3 + 5 > 6, and nothing more fits in this window, so in the next one
+// 3 × (8000 − e)/8000 + 5 ≤ 6 from e = 5334 (3 × 2666 = 7998 ≤ 8000): 8000 + 5334.
+#[test]
+fn a_status_log_is_replayed_with_esi_costs() {
+    let input = "t_ms,status\n0,200\n0,304\n0,429\n0,503\n0,404\n";
+    #[rustfmt::skip]
+    let rows = [
+        "0,2,true,2.000,4,",
+        "0,1,true,3.000,3,",
+        "0,0,true,3.000,3,",
+        "0,0,true,3.000,3,",
+        "0,5,false,3.000,3,13334",
+    ];
+    assert_replays(&["replay", "--limit", "6/8s"], input, &rows, "status log");
+}
+
+#[test]
+fn costs_at_the_edges() {
+    #[rustfmt::skip]
+    let cases = [
+        // case, algorithm, input, expected row
+        ("cost 0 always fits",        "floating",     "t_ms,cost\n0,0\n", "0,0,true,0.000,6,"),
+        ("cost N fits an empty limit", "sliding-log", "t_ms,cost\n0,6\n", "0,6,true,6.000,0,"),
+        ("cost above N never fits",   "floating",     "t_ms,cost\n0,7\n", "0,7,false,0.000,6,never"),
+        ("never, sliding log",        "sliding-log",  "t_ms,cost\n0,7\n", "0,7,false,0.000,6,never"),
+        ("never, fixed",              "fixed",        "t_ms,cost\n0,7\n", "0,7,false,0.000,6,never"),
+        ("never, token bucket",       "token-bucket", "t_ms,cost\n0,7\n", "0,7,false,0.000,6,never"),
+        ("the largest cost",          "floating",     "t_ms,cost\n0,18446744073709551615\n",
+            "0,18446744073709551615,false,0.000,6,never"),
+        ("the latest time",           "floating",     "t_ms,cost\n18446744073709551615,1\n",
+            "18446744073709551615,1,true,1.000,5,"),
+    ];
+    for (case, algorithm, input, row) in cases {
+        let args = ["replay", "--limit", "6/8s", "--algorithm", algorithm];
+        assert_replays(&args, input, &[row], case);
+    }
+}
+
+#[test]
+fn accepted_input_shapes() {
+    #[rustfmt::skip]
+    let cases = [
+        ("extra and reordered columns",
+            "path,cost,t_ms,user_agent\n/v2/status,2,0,\"Mozilla/5.0 (X11, Linux)\"\n/v1/x,1,10,curl\n",
+            vec!["0,2,true,2.000,4,", "10,1,true,3.000,3,"]),
+        ("status among extra columns",
+            "status,path,t_ms\n404,/v1/missing,5\n",
+            vec!["5,5,true,5.000,1,"]),
+        ("CRLF line endings",
+            "t_ms,cost\r\n0,2\r\n10,1\r\n",
+            vec!["0,2,true,2.000,4,", "10,1,true,3.000,3,"]),
+        ("spaces around names and values",
+            " t_ms , cost \n 0 , 2 \n",
+            vec!["0,2,true,2.000,4,"]),
+        ("blank lines, at the end and between",
+            "t_ms,cost\n0,2\n\n10,1\n\n\n   \n",
+            vec!["0,2,true,2.000,4,", "10,1,true,3.000,3,"]),
+        ("no newline at the end",
+            "t_ms,cost\n0,2",
+            vec!["0,2,true,2.000,4,"]),
+        ("a UTF-8 byte order mark",
+            "\u{feff}t_ms,cost\n0,2\n",
+            vec!["0,2,true,2.000,4,"]),
+        ("equal times",
+            "t_ms,cost\n5,1\n5,1\n",
+            vec!["5,1,true,1.000,5,", "5,1,true,2.000,4,"]),
+        ("header only",
+            "t_ms,cost\n",
+            vec![]),
+        ("header only, status",
+            "t_ms,status",
+            vec![]),
+    ];
+    for (case, input, rows) in cases {
+        assert_replays(&["replay", "--limit", "6/8s"], input, &rows, case);
+    }
+}
+
+#[test]
+fn the_summary_goes_to_stderr() {
+    let input = "t_ms,cost\n0,4\n400,1\n500,9\n";
+    let run = trickle(
+        &["replay", "--limit", "4/1s", "--algorithm", "fixed"],
+        input,
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        run.stderr,
+        "replayed 3 requests against 4/1s (fixed): 1 allowed, 1 denied, 1 never fit\n"
+    );
+    assert!(run.stdout.lines().all(|line| line.split(',').count() == 6));
+
+    // The limit is shown in its shortest form.
+    let run = trickle(&["replay", "--limit", "6/8000ms"], "t_ms,cost\n0,1\n");
+    assert_eq!(
+        run.stderr,
+        "replayed 1 request against 6/8s (floating): 1 allowed, 0 denied, 0 never fit\n"
+    );
+}
+
+/// Exit code 2: the command line is wrong, and the message says how to get help.
+#[test]
+fn usage_errors() {
+    let log = "t_ms,cost\n0,1\n";
+    #[rustfmt::skip]
+    let cases: [(&[&str], &[&str]); 17] = [
+        (&["replay", "--limit", "6/8x"], &["\"6/8x\"", "unit must be ms, s, m or h"]),
+        (&["replay", "--limit", "6/"], &["\"6/\"", "whole number followed by a unit"]),
+        (&["replay", "--limit", "/8s"], &["\"/8s\"", "tokens \"\" is not a whole number"]),
+        (&["replay", "--limit", "abc"], &["\"abc\"", "no '/'", "TOKENS/WINDOW"]),
+        (&["replay", "--limit", "0/8s"], &["at least 1 token"]),
+        (&["replay", "--limit", "6/0s"], &["at least 1 ms"]),
+        (&["replay", "--limit", "6/8s", "--algorithm", "gcra"],
+            &["\"gcra\"", "floating, sliding-log, fixed or token-bucket"]),
+        (&["replay", "--limit", "6/8s", "--algorithm", "Floating"], &["\"Floating\""]),
+        (&["replay", "--limit", "6/8s", "--bogus"], &["'--bogus'", "--help"]),
+        (&["replay", "--limit", "6/8s", "-x"], &["'-x'", "--help"]),
+        (&["replay"], &["needs --limit", "6/8s"]),
+        (&["replay", "--algorithm", "fixed"], &["needs --limit"]),
+        (&["replay", "--limit"], &["missing argument", "--limit"]),
+        (&["replay", "--limit", "6/8s", "--limit", "1/1s"], &["--limit", "more than once"]),
+        (&["replay", "--limit", "6/8s", "a.csv", "b.csv"], &["\"b.csv\"", "one log"]),
+        (&[], &["no command", "replay"]),
+        (&["--frob"], &["'--frob'", "--help"]),
+    ];
+    for (args, expected) in cases {
+        let case = args.join(" ");
+        let run = trickle(args, log);
+        assert_no_panic(&run, &case);
+        assert_eq!(run.code, 2, "{case}: exit code; stderr: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{case}: stdout: {}", run.stdout);
+        assert!(
+            run.stderr.starts_with("trickle: "),
+            "{case}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("--help"),
+            "{case}: no hint: {}",
+            run.stderr
+        );
+        for text in expected {
+            assert!(
+                run.stderr.contains(text),
+                "{case}: no {text:?} in: {}",
+                run.stderr
+            );
+        }
+    }
+    let run = trickle(&["frob"], log);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("unknown command \"frob\""),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Exit code 1: the log is malformed. The message names the line as an editor numbers it
+/// (the header is line 1) and says what was expected.
+#[test]
+fn bad_input() {
+    #[rustfmt::skip]
+    let cases = [
+        ("non-numeric t_ms", "t_ms,cost\n0,1\nabc,1\n",
+            "line 3: t_ms \"abc\" is not a whole number of milliseconds from 0 to 18446744073709551615"),
+        ("negative t_ms", "t_ms,cost\n-5,1\n",
+            "line 2: t_ms \"-5\" is not a whole number of milliseconds from 0 to 18446744073709551615"),
+        ("t_ms with a plus sign", "t_ms,cost\n+3,1\n",
+            "line 2: t_ms \"+3\" is not a whole number of milliseconds"),
+        ("t_ms past u64", "t_ms,cost\n18446744073709551616,1\n",
+            "line 2: t_ms \"18446744073709551616\" is not a whole number of milliseconds"),
+        ("fractional cost", "t_ms,cost\n0,1.5\n",
+            "line 2: cost \"1.5\" is not a whole number of tokens from 0 to 18446744073709551615"),
+        ("empty cost", "t_ms,cost\n0,\n",
+            "line 2: cost \"\" is not a whole number of tokens"),
+        ("negative cost", "t_ms,cost\n0,-1\n",
+            "line 2: cost \"-1\" is not a whole number of tokens"),
+        ("decreasing timestamp", "t_ms,cost\n0,1\n1200,1\n900,1\n",
+            "line 4: t_ms 900 is earlier than 1200 on line 3; the log must be sorted by time"),
+        ("missing t_ms column", "time,cost\n0,1\n",
+            "line 1: the header has no t_ms column; expected a header with t_ms and one of cost or status, as in t_ms,cost or t_ms,status, but found \"time,cost\""),
+        ("t_ms is matched exactly", "T_MS,cost\n0,1\n",
+            "line 1: the header has no t_ms column"),
+        ("missing cost and status", "t_ms,path\n0,/a\n",
+            "line 1: the header has no cost or status column; expected a header with t_ms and one of cost or status"),
+        ("both cost and status", "t_ms,cost,status\n0,1,200\n",
+            "line 1: the header has both a cost and a status column; give one of them"),
+        ("a column twice", "t_ms,cost,t_ms\n0,1,0\n",
+            "line 1: the header names the t_ms column more than once"),
+        ("status below 100", "t_ms,status\n0,99\n",
+            "line 2: status 99 has no cost in ESI's table; expected an HTTP status from 200 to 599"),
+        ("informational status", "t_ms,status\n0,150\n",
+            "line 2: status 150 has no cost in ESI's table; expected an HTTP status from 200 to 599"),
+        ("status above 599", "t_ms,status\n0,600\n",
+            "line 2: status 600 has no cost in ESI's table; expected an HTTP status from 200 to 599"),
+        ("status past u16", "t_ms,status\n0,70000\n",
+            "line 2: status 70000 has no cost in ESI's table; expected an HTTP status from 200 to 599"),
+        ("status that is no number", "t_ms,status\n0,OK\n",
+            "line 2: status \"OK\" is not an HTTP status; expected a whole number from 200 to 599"),
+        ("a short line", "t_ms,path,cost\n0,/a\n",
+            "line 2: no cost value; expected it in field 3, as the header says, but the line has 2 fields"),
+        ("empty input", "",
+            "the input is empty; expected a CSV header line, t_ms,cost or t_ms,status"),
+        ("only blank lines", "\n  \n\r\n",
+            "the input is empty; expected a CSV header line"),
+    ];
+    for (case, input, expected) in cases {
+        let run = trickle(&["replay", "--limit", "6/8s"], input);
+        assert_no_panic(&run, case);
+        assert_eq!(run.code, 1, "{case}: exit code; stderr: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!("trickle: {expected}")),
+            "{case}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.lines().count(), 1, "{case}: {}", run.stderr);
+    }
+}
+
+// The csv crate places a record after blank lines on the first of them, and with CRLF
+// endings every record after the header one line early; the messages must not.
+#[test]
+fn line_numbers_count_blank_lines_and_crlf() {
+    #[rustfmt::skip]
+    let cases = [
+        ("CRLF", "t_ms,cost\r\n0,1\r\n1,1\r\nx,1\r\n", "line 4:"),
+        ("blank lines between", "t_ms,cost\n0,1\n\n\n1,x\n", "line 5:"),
+        ("blank lines before the header", "\n \nt_ms,cst\n", "line 3:"),
+        ("CRLF and blank lines", "t_ms,cost\r\n\r\n5,1\r\n\r\n3,1\r\n",
+            "line 5: t_ms 3 is earlier than 5 on line 3"),
+        ("a quoted field over two lines", "t_ms,note,cost\n0,\"two\nlines\",1\n1,a,-1\n", "line 4:"),
+        ("lone CR endings", "t_ms,cost\r0,1\rx,1\r", "line 3:"),
+    ];
+    for (case, input, expected) in cases {
+        let run = trickle(&["replay", "--limit", "6/8s"], input);
+        assert_eq!(run.code, 1, "{case}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!("trickle: {expected}")),
+            "{case}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn invalid_utf8_names_the_line() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
+        .args(["replay", "--limit", "6/8s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"t_ms,cost\n0,1\n\n1,\xff\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "trickle: line 4: field 2 is not valid UTF-8; the log must be UTF-8 text\n"
+    );
+}
+
+#[test]
+fn rows_before_a_bad_line_are_written() {
+    let run = trickle(
+        &["replay", "--limit", "6/8s"],
+        "t_ms,cost\n0,1\n10,2\n20,x\n30,1\n",
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout,
+        csv(&["0,1,true,1.000,5,", "10,2,true,3.000,3,"])
+    );
+    assert!(run.stderr.starts_with("trickle: line 4: cost \"x\""));
+    assert!(
+        !run.stderr.contains("replayed"),
+        "no summary after an error"
+    );
+
+    // A bad header stops everything before the output's header.
+    let run = trickle(&["replay", "--limit", "6/8s"], "time,cost\n0,1\n");
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""));
+}
+
+#[test]
+fn a_closed_stdout_is_a_normal_end() {
+    let mut input = String::from("t_ms,cost\n");
+    for t in 0..200_000 {
+        input.push_str(&format!("{t},1\n"));
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
+        .args(["replay", "--limit", "6/8s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let writer = thread::spawn(move || {
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    // Read as `head -n 1` would, then hang up.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, format!("{HEADER}\n"));
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn input_from_a_file_or_dash() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/esi-burst.csv");
+    let from_file = trickle(&["replay", "--limit", "6/8s", example], "");
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    let text = std::fs::read_to_string(example).unwrap();
+    let from_dash = trickle(&["replay", "--limit", "6/8s", "-"], &text);
+    let from_stdin = trickle(&["replay", "--limit", "6/8s"], &text);
+    assert_eq!(from_file.stdout, from_dash.stdout);
+    assert_eq!(from_file.stdout, from_stdin.stdout);
+
+    // The example runs into the limit, is denied, and recovers: its last rows are allowed.
+    let rows: Vec<&str> = from_file.stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 20);
+    assert!(rows.iter().any(|row| row.contains(",false,")));
+    assert!(rows[rows.len() - 5..]
+        .iter()
+        .all(|row| row.contains(",true,")));
+
+    let missing = trickle(&["replay", "--limit", "6/8s", "no/such/log.csv"], "");
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing
+            .stderr
+            .starts_with("trickle: cannot open \"no/such/log.csv\": "),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn help_explains_it_all() {
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["replay", "--help"],
+        &["replay", "--limit", "6/8x", "-h"],
+    ] {
+        let run = trickle(args, "");
+        assert_eq!(run.code, 0, "{args:?}");
+        assert!(run.stderr.is_empty(), "{args:?}: {}", run.stderr);
+        for text in [
+            "floating",
+            "sliding-log",
+            "fixed",
+            "token-bucket",
+            HEADER,
+            "t_ms,cost",
+            "t_ms,status",
+            "429",
+            "never",
+            "Exit codes",
+            "trickle replay --limit",
+        ] {
+            assert!(run.stdout.contains(text), "{args:?}: no {text:?}");
+        }
+    }
+}
+
+#[test]
+fn the_help_example_is_what_the_binary_prints() {
+    let help = trickle(&["--help"], "").stdout;
+    let input = "t_ms,status\n0,200\n1000,200\n2000,404\n2500,429\n13000,200\n";
+    let run = trickle(&["replay", "--limit", "6/8s"], input);
+    for line in run.stdout.lines().chain(run.stderr.lines()) {
+        assert!(help.contains(&format!("  {line}\n")), "help lacks {line:?}");
+    }
+}
+
+#[test]
+fn version() {
+    let run = trickle(&["--version"], "");
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        run.stdout,
+        format!("trickle {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
