@@ -142,7 +142,7 @@ impl State for AnyState {
 /// ```
 /// use trickle::{Algorithm, Limiter};
 ///
-/// let mut limiter = Limiter::new(Algorithm::SlidingLog, "6/8s".parse().unwrap());
+/// let mut limiter = Limiter::with_algorithm(Algorithm::SlidingLog, "6/8s".parse().unwrap());
 /// for t in 0..6 {
 ///     assert!(limiter.hit(t * 100, 1).is_allowed());
 /// }
@@ -152,8 +152,9 @@ impl State for AnyState {
 pub type Limiter = Bucket<AnyState>;
 
 impl Limiter {
-    /// An empty limiter running `algorithm` under `limit`.
-    pub fn new(algorithm: Algorithm, limit: Limit) -> Limiter {
+    /// An empty limiter running `algorithm` under `limit`. (Not `new`, which the
+    /// single-algorithm buckets use: one name for both would make `Bucket::new` ambiguous.)
+    pub fn with_algorithm(algorithm: Algorithm, limit: Limit) -> Limiter {
         Bucket::with_state(limit, AnyState::new(algorithm))
     }
 

@@ -24,6 +24,13 @@ use crate::token_bucket::TokenBucketState;
 /// // Both tokens count in full until the next window begins at 1000 ms; then they slide
 /// // out, and at 1500 ms half of them is left: 2 × 0.5 + 1 ≤ 2. That is 20 + 1480.
 /// assert_eq!(denied.outcome, Outcome::Denied { retry_after_ms: 1_480 });
+///
+/// // In generic code the state type is inferred.
+/// fn fresh<S: trickle::State + Default>(limit: trickle::Limit) -> trickle::Bucket<S> {
+///     trickle::Bucket::new(limit)
+/// }
+/// let sliding: trickle::SlidingLog = fresh(bucket.limit());
+/// assert!(sliding.peek(0, 2).is_allowed());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bucket<S> {

@@ -27,10 +27,10 @@ pub enum Outcome {
 /// `used = previous × overlap + current`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Counters {
-    /// Tokens spent in the previous fixed window.
-    pub previous: u64,
-    /// Tokens spent in the current fixed window.
-    pub current: u64,
+    /// Tokens spent in the previous fixed window (above N only after `record`).
+    pub previous: u128,
+    /// Tokens spent in the current fixed window (above N only after `record`).
+    pub current: u128,
     /// Milliseconds since the current fixed window began.
     pub elapsed_ms: u64,
     /// The window length W.

@@ -39,6 +39,8 @@ impl Rolling for FixedState {
         limit.window_ms() - self.latest_ms % limit.window_ms()
     }
 
+    /// Saturating is exact: a counter at u64::MAX is at or above N, which already refuses
+    /// every cost until the window ends, as any larger count would.
     fn spend(&mut self, _limit: &Limit, cost: u64) {
         self.current = self.current.saturating_add(cost);
     }

@@ -17,13 +17,19 @@ use crate::decision::Counters;
 use crate::limit::Limit;
 use crate::state::{saturate_ms, Rolling, Usage};
 
-/// A floating window's counters. 24 bytes: see [`crate::KeyedLimiter`] for what a key costs.
+/// A floating window's counters, 40 bytes: see [`crate::KeyedLimiter`] for what a key costs.
+///
+/// The counters are 128-bit because [`record`](crate::State::record) may charge any number
+/// of `u64` costs to one window: a `u64` counter would have to saturate, and a saturated
+/// `previous` slides out faster than the real one, letting requests in too early. Packed
+/// to 8-byte alignment, which saves 8 of 48 bytes a key.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[repr(C, packed(8))]
 pub struct FloatingState {
     /// Tokens spent in the window before the one `latest_ms` falls in.
-    previous: u64,
+    previous: u128,
     /// Tokens spent in the window `latest_ms` falls in.
-    current: u64,
+    current: u128,
     /// The latest time seen; it also names the window the counters belong to.
     latest_ms: u64,
 }
@@ -63,7 +69,10 @@ impl Rolling for FloatingState {
     /// `used × W = previous × (W − e) + current × W`, exact.
     fn usage(&self, limit: &Limit) -> Usage {
         let counters = self.counters(limit);
-        let previous = u128::from(self.previous) * u128::from(counters.overlap_ms());
+        // Saturating is exact enough here: a sum past u128::MAX is over every N × W.
+        let previous = self
+            .previous
+            .saturating_mul(u128::from(counters.overlap_ms()));
         Usage {
             used_scaled: previous.saturating_add(limit.scale(self.current)),
             counters: Some(counters),
@@ -78,16 +87,12 @@ impl Rolling for FloatingState {
         let window = u128::from(limit.window_ms());
         let elapsed = u128::from(self.latest_ms % limit.window_ms());
         let tokens = u128::from(limit.tokens());
-        let (previous, current, cost) = (
-            u128::from(self.previous),
-            u128::from(self.current),
-            u128::from(cost),
-        );
+        let (previous, current, cost) = (self.previous, self.current, u128::from(cost));
         // The first offset into a window whose previous window spent `spent` tokens at which
         // `spent × (W − e) ≤ room`. Callers guarantee spent > 0.
         let first_fit = |spent: u128, room: u128| window - (room / spent).min(window);
 
-        let wait = if current + cost <= tokens {
+        let wait = if current <= tokens - cost {
             // Denied with room for the cost once enough of `previous` slides out, so previous > 0.
             first_fit(previous, (tokens - current - cost) * window).saturating_sub(elapsed)
         } else {
@@ -98,6 +103,7 @@ impl Rolling for FloatingState {
     }
 
     fn spend(&mut self, _limit: &Limit, cost: u64) {
-        self.current = self.current.saturating_add(cost);
+        // Saturating only after 2^64 charges of u64::MAX: past any reachable use.
+        self.current = self.current.saturating_add(u128::from(cost));
     }
 }

@@ -67,8 +67,12 @@ impl SlidingLogState {
             return;
         }
         self.total = self.total.saturating_add(u128::from(cost));
+        // Merge into the millisecond's entry unless that would overflow it; two entries
+        // for one millisecond come back together, so the walk in `wait_ms` still holds.
         match self.entries.back_mut() {
-            Some(last) if last.at_ms == at_ms => last.cost = last.cost.saturating_add(cost),
+            Some(last) if last.at_ms == at_ms && last.cost.checked_add(cost).is_some() => {
+                last.cost += cost;
+            }
             _ => self.entries.push_back(Entry { at_ms, cost }),
         }
     }

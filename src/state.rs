@@ -60,7 +60,8 @@ pub(crate) fn judge(
         Outcome::Allowed
     } else if cost > limit.tokens() {
         Outcome::ExceedsLimit
-    } else if used_scaled.saturating_add(limit.scale(cost)) <= limit.scaled() {
+    } else if used_scaled <= limit.scale(limit.tokens() - cost) {
+        // used + c ≤ N, as used × W ≤ (N − c) × W: nothing here can overflow.
         Outcome::Allowed
     } else {
         // Reported from the caller's clock, so that `now + retry_after_ms` is the moment

@@ -2,27 +2,57 @@
 //!
 //! The classic traps are refilling after the check instead of before it, and keeping the
 //! level as a float that drifts or as an integer that drops fractions (Go's x/time/rate,
-//! golang/go #34861 and #46579). Here the state keeps the tokens in use, scaled by W: each
-//! millisecond gives back exactly N scaled units, so no fraction of a token is ever lost.
-//! The bucket starts full.
+//! golang/go #34861 and #46579). Here the state keeps the tokens taken out of the bucket
+//! as whole tokens plus a fraction in 1/W-token units: each millisecond gives back exactly
+//! N/W tokens, so no fraction of a token is ever lost. The bucket starts full.
 
 use crate::limit::Limit;
 use crate::state::{saturate_ms, Rolling, Usage};
 
-/// The tokens taken out of the bucket, scaled by W, as of `latest_ms`.
+/// The tokens taken out of the bucket as of `latest_ms`: `owed + fraction / W`.
+///
+/// Whole and fractional parts are kept apart so that `record` can push the bucket far
+/// into debt (more than u128::MAX / W tokens) without the sum overflowing: `owed` would
+/// need 2^64 charges of u64::MAX to saturate, and a bucket that deep refills past the end
+/// of a u64 clock either way.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct TokenBucketState {
-    /// `(N − tokens) × W`: 0 when full. Above N × W only after `record`.
-    used_scaled: u128,
+    /// Whole tokens taken out: 0 when full, N when empty, above N only after `record`.
+    owed: u128,
+    /// The fraction of a token taken out, in 1/W units: always below W.
+    fraction: u64,
     latest_ms: u64,
 }
 
+impl TokenBucketState {
+    /// The tokens taken out minus `(N − cost) × W`, in 1/W units, when positive: how much
+    /// has to come back before `cost` fits. `None` when that overflows u128, which is more
+    /// than any u64 clock can refill.
+    fn excess_scaled(&self, limit: &Limit, cost: u64) -> Option<u128> {
+        let allowed_owed = u128::from(limit.tokens() - cost);
+        let whole = self.owed.checked_sub(allowed_owed)?;
+        whole
+            .checked_mul(u128::from(limit.window_ms()))?
+            .checked_add(u128::from(self.fraction))
+    }
+}
+
 impl Rolling for TokenBucketState {
-    /// Refills up to `at_ms`: N scaled units per millisecond, never above capacity.
+    /// Refills up to `at_ms`: N/W tokens per millisecond, never above capacity.
     fn rolled(&self, limit: &Limit, at_ms: u64) -> TokenBucketState {
+        // N × Δt / W tokens come back: split into whole tokens and 1/W units.
         let refill = u128::from(limit.tokens()) * u128::from(at_ms - self.latest_ms);
+        let window = u128::from(limit.window_ms());
+        let (whole, part) = (refill / window, (refill % window) as u64);
+        let (owed, fraction) = match self.owed.checked_sub(whole) {
+            Some(owed) if self.fraction >= part => (owed, self.fraction - part),
+            // Borrow one whole token: fraction + W − part < W.
+            Some(owed) if owed > 0 => (owed - 1, self.fraction + (limit.window_ms() - part)),
+            _ => (0, 0),
+        };
         TokenBucketState {
-            used_scaled: self.used_scaled.saturating_sub(refill),
+            owed,
+            fraction,
             latest_ms: at_ms,
         }
     }
@@ -31,23 +61,26 @@ impl Rolling for TokenBucketState {
         self.latest_ms
     }
 
-    fn usage(&self, _limit: &Limit) -> Usage {
+    /// Saturates only past u128::MAX, which is above N × W for every limit, so decisions
+    /// made on it stay exact; `wait_ms` works on the exact parts.
+    fn usage(&self, limit: &Limit) -> Usage {
         Usage {
-            used_scaled: self.used_scaled,
+            used_scaled: limit
+                .scale(self.owed)
+                .saturating_add(u128::from(self.fraction)),
             counters: None,
         }
     }
 
-    /// The smallest d ≥ 1 with `used − N × d + cost × W ≤ N × W`: a ceiling division.
+    /// The smallest d ≥ 1 with `used − N × d ≤ (N − cost) × W`: a ceiling division.
     fn wait_ms(&self, limit: &Limit, cost: u64) -> u64 {
-        let missing = self
-            .used_scaled
-            .saturating_add(limit.scale(cost))
-            .saturating_sub(limit.scaled());
-        saturate_ms(missing.div_ceil(u128::from(limit.tokens())))
+        match self.excess_scaled(limit, cost) {
+            Some(excess) => saturate_ms(excess.div_ceil(u128::from(limit.tokens()))),
+            None => u64::MAX,
+        }
     }
 
-    fn spend(&mut self, limit: &Limit, cost: u64) {
-        self.used_scaled = self.used_scaled.saturating_add(limit.scale(cost));
+    fn spend(&mut self, _limit: &Limit, cost: u64) {
+        self.owed = self.owed.saturating_add(u128::from(cost));
     }
 }

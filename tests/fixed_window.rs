@@ -103,7 +103,7 @@ fn reset_forgets_everything() {
 
 #[test]
 fn limiter_runs_the_same_fixed_window() {
-    let mut limiter = Limiter::new(Algorithm::Fixed, limit("6/8s"));
+    let mut limiter = Limiter::with_algorithm(Algorithm::Fixed, limit("6/8s"));
     let mut bucket = FixedWindow::new(limit("6/8s"));
     for (now, cost) in [(0, 5), (7_999, 1), (7_999, 1), (8_000, 6), (3, 1)] {
         assert_eq!(limiter.hit(now, cost), bucket.hit(now, cost), "at {now}");

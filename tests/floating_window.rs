@@ -122,14 +122,16 @@ fn table() {
             failures.push(format!("{name}: no counters"));
             continue;
         };
-        if (seen.previous, seen.current, seen.elapsed_ms) != counters {
+        let (previous, current, elapsed) = counters;
+        if (seen.previous, seen.current, seen.elapsed_ms)
+            != (u128::from(previous), u128::from(current), elapsed)
+        {
             failures.push(format!(
                 "{name}: (previous, current, elapsed) = {:?}, expected {counters:?}",
                 (seen.previous, seen.current, seen.elapsed_ms)
             ));
         }
         // The exact amount behind the 3-decimal string: previous × (W − e) + current × W over W.
-        let (previous, current, elapsed) = counters;
         let window = limit.window_ms();
         let numerator = u128::from(previous) * u128::from(window - elapsed)
             + u128::from(current) * u128::from(window);
@@ -230,7 +232,7 @@ fn reset_forgets_everything() {
 
 #[test]
 fn limiter_runs_the_same_floating_window() {
-    let mut limiter = Limiter::new(Algorithm::Floating, limit("6/8s"));
+    let mut limiter = Limiter::with_algorithm(Algorithm::Floating, limit("6/8s"));
     let mut bucket = FloatingWindow::new(limit("6/8s"));
     for (now, cost) in [
         (0, 4),

@@ -209,7 +209,7 @@ fn rejects_unknown_algorithms_and_lists_the_known_ones() {
 fn a_limiter_knows_its_algorithm_and_limit() {
     let limit: Limit = "150/15m".parse().expect("a valid limit");
     for algorithm in Algorithm::ALL {
-        let limiter = Limiter::new(algorithm, limit);
+        let limiter = Limiter::with_algorithm(algorithm, limit);
         assert_eq!(limiter.algorithm(), algorithm);
         assert_eq!(limiter.limit(), limit);
     }

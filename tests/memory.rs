@@ -6,8 +6,9 @@ use std::mem::size_of;
 use trickle::{FixedState, FloatingState, KeyedLimiter, TokenBucketState};
 
 #[test]
-fn floating_state_is_two_counters_and_a_time() {
-    assert_eq!(size_of::<FloatingState>(), 24);
+fn floating_state_is_two_wide_counters_and_a_time() {
+    // Two u128 counters and a u64 time, packed to 8-byte alignment: no padding.
+    assert_eq!(size_of::<FloatingState>(), 40);
 }
 
 #[test]
@@ -16,13 +17,13 @@ fn fixed_state_is_one_counter_and_a_time() {
 }
 
 #[test]
-fn token_bucket_state_is_a_scaled_level_and_a_time() {
+fn token_bucket_state_is_whole_and_fractional_tokens_and_a_time() {
     assert_eq!(size_of::<TokenBucketState>(), 32);
 }
 
 #[test]
 fn an_esi_key_slot_is_key_state_and_control_byte() {
-    assert_eq!(KeyedLimiter::<(u32, u64)>::SLOT_BYTES, 16 + 24 + 1);
+    assert_eq!(KeyedLimiter::<(u32, u64)>::SLOT_BYTES, 16 + 40 + 1);
 }
 
 #[test]

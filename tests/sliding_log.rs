@@ -153,7 +153,7 @@ fn reset_forgets_everything() {
 
 #[test]
 fn limiter_runs_the_same_sliding_log() {
-    let mut limiter = Limiter::new(Algorithm::SlidingLog, limit("6/8s"));
+    let mut limiter = Limiter::with_algorithm(Algorithm::SlidingLog, limit("6/8s"));
     let mut log = SlidingLog::new(limit("6/8s"));
     for (now, cost) in [
         (0, 2),

@@ -241,7 +241,7 @@ fn reset_forgets_everything() {
 
 #[test]
 fn limiter_runs_the_same_token_bucket() {
-    let mut limiter = Limiter::new(Algorithm::TokenBucket, limit("3/10ms"));
+    let mut limiter = Limiter::with_algorithm(Algorithm::TokenBucket, limit("3/10ms"));
     let mut bucket = TokenBucket::new(limit("3/10ms"));
     for (now, cost) in [(0, 3), (3, 1), (4, 1), (8, 1), (9, 1), (10, 1), (2, 2)] {
         assert_eq!(limiter.hit(now, cost), bucket.hit(now, cost), "at {now}");

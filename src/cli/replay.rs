@@ -67,7 +67,7 @@ pub fn replay(
     output: &mut impl Write,
 ) -> Result<Summary, ReplayError> {
     let mut log = RequestLog::new(input)?;
-    let mut limiter = Limiter::new(args.algorithm, args.limit);
+    let mut limiter = Limiter::with_algorithm(args.algorithm, args.limit);
     let mut summary = Summary {
         limit: args.limit,
         algorithm: args.algorithm,
