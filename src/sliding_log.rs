@@ -2,7 +2,7 @@
 //!
 //! Every allowed request is logged with its time s and cost; its tokens count while
 //! `s > t − W` and come back at exactly `s + W`. This is what ESI's documentation
-//! describes. It costs memory per logged millisecond, where the floating window costs 24
+//! describes. It costs memory per logged millisecond, where the floating window costs 40
 //! bytes in all.
 
 use std::collections::VecDeque;
