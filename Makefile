@@ -23,7 +23,10 @@ build: setup
 demo: build
 	@echo "Replaying $(EXAMPLE) against $(LIMIT) ($(ALGORITHM)):"
 	@./target/release/trickle replay --limit $(LIMIT) --algorithm $(ALGORITHM) $(EXAMPLE) \
-		| if command -v column >/dev/null; then column -s, -t; else cat; fi
+		> target/demo.csv 2> target/demo.summary || { cat target/demo.summary >&2; exit 1; }
+	@if command -v column >/dev/null; then column -s, -t < target/demo.csv; else cat target/demo.csv; fi
+	@cat target/demo.summary
+	@echo "Try another: make demo LIMIT=150/15m ALGORITHM=sliding-log EXAMPLE=your-log.csv"
 
 test: setup fmt lint unit
 
