@@ -5,22 +5,12 @@
 
 mod common;
 
-use common::Op::{self, H, R};
+use common::Op::{H, R};
 use common::{
-    assert_no_failures, check_probe, denied, limit, replay, Expected, ALLOWED, EXCEEDS, MAX,
+    assert_limiter_runs_the_same, assert_peek_changes_nothing, assert_reset_forgets_everything,
+    check_table, denied, limit, Row, ALLOWED, EXCEEDS, MAX,
 };
-use trickle::{Algorithm, FixedState, FixedWindow, Limiter, Outcome};
-
-/// name, limit, requests before, probe (t, cost), outcome, used after, remaining.
-type Row = (
-    &'static str,
-    &'static str,
-    &'static [Op],
-    (u64, u64),
-    Outcome,
-    &'static str,
-    u64,
-);
+use trickle::{Algorithm, FixedState, FixedWindow, Outcome};
 
 #[rustfmt::skip]
 const ROWS: &[Row] = &[
@@ -55,20 +45,7 @@ const ROWS: &[Row] = &[
 
 #[test]
 fn table() {
-    let mut failures = Vec::new();
-    for &(name, text, ops, probe, outcome, used, remaining) in ROWS {
-        let mut bucket: FixedWindow = replay(limit(text), ops);
-        let expected = Expected {
-            outcome,
-            used,
-            remaining,
-        };
-        let decision = check_probe(name, &mut bucket, probe, &expected, &mut failures);
-        if decision.counters.is_some() {
-            failures.push(format!("{name}: the fixed window has no floating counters"));
-        }
-    }
-    assert_no_failures(&failures);
+    check_table::<FixedState>(ROWS);
 }
 
 #[test]
@@ -83,29 +60,19 @@ fn record_charges_past_the_limit_and_is_allowed() {
 
 #[test]
 fn peek_changes_nothing() {
-    let mut bucket = FixedWindow::new(limit("6/8s"));
-    bucket.hit(100, 4);
-    let before = bucket.clone();
-    for (now, cost) in [(0, 1), (100, 3), (8_000, 6), (50, 7)] {
-        bucket.peek(now, cost);
-    }
-    assert_eq!(bucket, before);
+    assert_peek_changes_nothing::<FixedState>();
 }
 
 #[test]
 fn reset_forgets_everything() {
-    let mut bucket = FixedWindow::new(limit("6/8s"));
-    bucket.hit(5_000, 6);
-    bucket.reset();
-    assert_eq!(bucket.state(), &FixedState::default());
-    assert!(bucket.hit(0, 6).is_allowed());
+    assert_reset_forgets_everything::<FixedState>();
 }
 
 #[test]
 fn limiter_runs_the_same_fixed_window() {
-    let mut limiter = Limiter::with_algorithm(Algorithm::Fixed, limit("6/8s"));
-    let mut bucket = FixedWindow::new(limit("6/8s"));
-    for (now, cost) in [(0, 5), (7_999, 1), (7_999, 1), (8_000, 6), (3, 1)] {
-        assert_eq!(limiter.hit(now, cost), bucket.hit(now, cost), "at {now}");
-    }
+    assert_limiter_runs_the_same::<FixedState>(
+        Algorithm::Fixed,
+        "6/8s",
+        &[(0, 5), (7_999, 1), (7_999, 1), (8_000, 6), (3, 1)],
+    );
 }

@@ -8,9 +8,11 @@ mod common;
 
 use common::Op::{self, H, R};
 use common::{
-    assert_no_failures, check_probe, denied, limit, replay, Expected, ALLOWED, EXCEEDS, MAX,
+    assert_limiter_runs_the_same, assert_no_failures, assert_peek_changes_nothing,
+    assert_reset_forgets_everything, check_probe, denied, limit, replay, Expected, ALLOWED,
+    EXCEEDS, MAX,
 };
-use trickle::{Algorithm, FloatingState, FloatingWindow, Limiter, Outcome};
+use trickle::{Algorithm, FloatingState, FloatingWindow, Outcome};
 
 /// name, limit, requests before, probe (t, cost), outcome, used after, remaining,
 /// (previous, current, elapsed_ms) after.
@@ -196,13 +198,7 @@ fn record_is_always_allowed_and_charges_past_the_limit() {
 
 #[test]
 fn peek_changes_nothing() {
-    let mut bucket = FloatingWindow::new(limit("6/8s"));
-    bucket.hit(1_000, 5);
-    let before = bucket.clone();
-    for (now, cost) in [(0, 1), (1_000, 1), (1_000, 2), (20_000, 6), (9_000, 7)] {
-        bucket.peek(now, cost);
-    }
-    assert_eq!(bucket, before);
+    assert_peek_changes_nothing::<FloatingState>();
 }
 
 #[test]
@@ -223,28 +219,23 @@ fn time_backwards_is_decided_at_the_latest_time() {
 
 #[test]
 fn reset_forgets_everything() {
-    let mut bucket = FloatingWindow::new(limit("6/8s"));
-    bucket.hit(5_000, 6);
-    bucket.reset();
-    assert_eq!(bucket.state(), &FloatingState::default());
-    assert!(bucket.hit(0, 6).is_allowed());
+    assert_reset_forgets_everything::<FloatingState>();
 }
 
 #[test]
 fn limiter_runs_the_same_floating_window() {
-    let mut limiter = Limiter::with_algorithm(Algorithm::Floating, limit("6/8s"));
-    let mut bucket = FloatingWindow::new(limit("6/8s"));
-    for (now, cost) in [
-        (0, 4),
-        (9_000, 2),
-        (11_000, 1),
-        (11_000, 1),
-        (11_999, 1),
-        (12_000, 1),
-    ] {
-        assert_eq!(limiter.hit(now, cost), bucket.hit(now, cost), "at {now}");
-    }
-    assert_eq!(limiter.algorithm(), Algorithm::Floating);
+    assert_limiter_runs_the_same::<FloatingState>(
+        Algorithm::Floating,
+        "6/8s",
+        &[
+            (0, 4),
+            (9_000, 2),
+            (11_000, 1),
+            (11_000, 1),
+            (11_999, 1),
+            (12_000, 1),
+        ],
+    );
 }
 
 /// `record` adds to `current` with saturation at u64::MAX, so charges past u64::MAX tokens in

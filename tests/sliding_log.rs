@@ -7,20 +7,10 @@ mod common;
 
 use common::Op::{self, H, R};
 use common::{
-    assert_no_failures, check_probe, denied, limit, replay, Expected, ALLOWED, EXCEEDS, MAX,
+    assert_limiter_runs_the_same, assert_reset_forgets_everything, check_table, denied, limit, Row,
+    ALLOWED, EXCEEDS, MAX,
 };
-use trickle::{Algorithm, Limiter, Outcome, SlidingLog, SlidingLogState};
-
-/// name, limit, requests before, probe (t, cost), outcome, used after, remaining.
-type Row = (
-    &'static str,
-    &'static str,
-    &'static [Op],
-    (u64, u64),
-    Outcome,
-    &'static str,
-    u64,
-);
+use trickle::{Algorithm, Outcome, SlidingLog, SlidingLogState};
 
 const SIX_IN_600_MS: &[Op] = &[
     H(0, 1),
@@ -71,20 +61,7 @@ const ROWS: &[Row] = &[
 
 #[test]
 fn table() {
-    let mut failures = Vec::new();
-    for &(name, text, ops, probe, outcome, used, remaining) in ROWS {
-        let mut bucket: SlidingLog = replay(limit(text), ops);
-        let expected = Expected {
-            outcome,
-            used,
-            remaining,
-        };
-        let decision = check_probe(name, &mut bucket, probe, &expected, &mut failures);
-        if decision.counters.is_some() {
-            failures.push(format!("{name}: the sliding log has no floating counters"));
-        }
-    }
-    assert_no_failures(&failures);
+    check_table::<SlidingLogState>(ROWS);
 }
 
 #[test]
@@ -144,27 +121,23 @@ fn record_charges_past_the_limit_and_is_allowed() {
 
 #[test]
 fn reset_forgets_everything() {
-    let mut log = SlidingLog::new(limit("6/8s"));
-    log.hit(5_000, 6);
-    log.reset();
-    assert_eq!(log.state(), &SlidingLogState::default());
-    assert!(log.hit(0, 6).is_allowed());
+    assert_reset_forgets_everything::<SlidingLogState>();
 }
 
 #[test]
 fn limiter_runs_the_same_sliding_log() {
-    let mut limiter = Limiter::with_algorithm(Algorithm::SlidingLog, limit("6/8s"));
-    let mut log = SlidingLog::new(limit("6/8s"));
-    for (now, cost) in [
-        (0, 2),
-        (1_000, 2),
-        (2_000, 2),
-        (8_500, 3),
-        (9_000, 3),
-        (1, 1),
-    ] {
-        assert_eq!(limiter.hit(now, cost), log.hit(now, cost), "at {now}");
-    }
+    assert_limiter_runs_the_same::<SlidingLogState>(
+        Algorithm::SlidingLog,
+        "6/8s",
+        &[
+            (0, 2),
+            (1_000, 2),
+            (2_000, 2),
+            (8_500, 3),
+            (9_000, 3),
+            (1, 1),
+        ],
+    );
 }
 
 /// Two records of nearly u64::MAX tokens in one millisecond: the log's entry for that

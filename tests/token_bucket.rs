@@ -8,20 +8,10 @@ mod common;
 
 use common::Op::{self, H, R};
 use common::{
-    assert_no_failures, check_probe, denied, limit, replay, Expected, ALLOWED, EXCEEDS, MAX,
+    assert_limiter_runs_the_same, assert_peek_changes_nothing, assert_reset_forgets_everything,
+    check_table, denied, limit, Row, ALLOWED, EXCEEDS, MAX,
 };
-use trickle::{Algorithm, Limiter, Outcome, TokenBucket, TokenBucketState};
-
-/// name, limit, requests before, probe (t, cost), outcome, used after, remaining.
-type Row = (
-    &'static str,
-    &'static str,
-    &'static [Op],
-    (u64, u64),
-    Outcome,
-    &'static str,
-    u64,
-);
+use trickle::{Algorithm, Outcome, TokenBucket, TokenBucketState};
 
 const THIRDS: &[Op] = &[H(0, 3), H(4, 1), H(8, 1)];
 
@@ -76,20 +66,7 @@ const ROWS: &[Row] = &[
 
 #[test]
 fn table() {
-    let mut failures = Vec::new();
-    for &(name, text, ops, probe, outcome, used, remaining) in ROWS {
-        let mut bucket: TokenBucket = replay(limit(text), ops);
-        let expected = Expected {
-            outcome,
-            used,
-            remaining,
-        };
-        let decision = check_probe(name, &mut bucket, probe, &expected, &mut failures);
-        if decision.counters.is_some() {
-            failures.push(format!("{name}: the token bucket has no floating counters"));
-        }
-    }
-    assert_no_failures(&failures);
+    check_table::<TokenBucketState>(ROWS);
 }
 
 /// 3/10ms drained at 0, then taking a token whenever one is whole: the k-th comes back at
@@ -221,31 +198,21 @@ fn record_charges_past_the_limit_and_is_allowed() {
 
 #[test]
 fn peek_changes_nothing() {
-    let mut bucket = TokenBucket::new(limit("6/8s"));
-    bucket.hit(100, 4);
-    let before = bucket.clone();
-    for (now, cost) in [(0, 1), (100, 3), (8_000, 6), (50, 7)] {
-        bucket.peek(now, cost);
-    }
-    assert_eq!(bucket, before);
+    assert_peek_changes_nothing::<TokenBucketState>();
 }
 
 #[test]
 fn reset_forgets_everything() {
-    let mut bucket = TokenBucket::new(limit("6/8s"));
-    bucket.hit(5_000, 6);
-    bucket.reset();
-    assert_eq!(bucket.state(), &TokenBucketState::default());
-    assert!(bucket.hit(0, 6).is_allowed());
+    assert_reset_forgets_everything::<TokenBucketState>();
 }
 
 #[test]
 fn limiter_runs_the_same_token_bucket() {
-    let mut limiter = Limiter::with_algorithm(Algorithm::TokenBucket, limit("3/10ms"));
-    let mut bucket = TokenBucket::new(limit("3/10ms"));
-    for (now, cost) in [(0, 3), (3, 1), (4, 1), (8, 1), (9, 1), (10, 1), (2, 2)] {
-        assert_eq!(limiter.hit(now, cost), bucket.hit(now, cost), "at {now}");
-    }
+    assert_limiter_runs_the_same::<TokenBucketState>(
+        Algorithm::TokenBucket,
+        "3/10ms",
+        &[(0, 3), (3, 1), (4, 1), (8, 1), (9, 1), (10, 1), (2, 2)],
+    );
 }
 
 /// With N × W near 2^128 (here both u64::MAX: one token per ms), the wait adds

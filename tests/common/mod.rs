@@ -5,7 +5,9 @@
 // Each test file is its own crate and uses only some of these helpers.
 #![allow(dead_code)]
 
-use trickle::{Bucket, Decision, Limit, Outcome, State};
+use std::fmt::Debug;
+
+use trickle::{Algorithm, Bucket, Decision, Limit, Limiter, Outcome, State};
 
 pub const MAX: u64 = u64::MAX;
 pub const ALLOWED: Outcome = Outcome::Allowed;
@@ -141,4 +143,68 @@ pub fn assert_no_failures(failures: &[String]) {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// `reset` leaves the state a new bucket has, and a full limit fits at time 0 again.
+pub fn assert_reset_forgets_everything<S: State + Default + PartialEq + Debug>() {
+    let mut bucket = Bucket::<S>::new(limit("6/8s"));
+    bucket.hit(5_000, 6);
+    bucket.reset();
+    assert_eq!(bucket.state(), &S::default());
+    assert!(bucket.hit(0, 6).is_allowed());
+}
+
+/// Peeks at times before, at and after the latest, with costs that fit and do not, change
+/// nothing.
+pub fn assert_peek_changes_nothing<S: State + Default + Clone + PartialEq + Debug>() {
+    let mut bucket = Bucket::<S>::new(limit("6/8s"));
+    bucket.hit(100, 4);
+    let before = bucket.clone();
+    for (now, cost) in [(0, 1), (100, 3), (8_000, 6), (50, 7)] {
+        bucket.peek(now, cost);
+    }
+    assert_eq!(bucket, before);
+}
+
+/// A `Limiter` built for `algorithm` decides `requests` exactly as the bucket type `S`.
+pub fn assert_limiter_runs_the_same<S: State + Default>(
+    algorithm: Algorithm,
+    text: &str,
+    requests: &[(u64, u64)],
+) {
+    let mut limiter = Limiter::with_algorithm(algorithm, limit(text));
+    let mut bucket = Bucket::<S>::new(limit(text));
+    for &(now, cost) in requests {
+        assert_eq!(limiter.hit(now, cost), bucket.hit(now, cost), "at {now}");
+    }
+}
+
+/// A table row for an algorithm without floating counters: name, limit, requests before,
+/// probe (t, cost), outcome, used after, remaining.
+pub type Row = (
+    &'static str,
+    &'static str,
+    &'static [Op],
+    (u64, u64),
+    Outcome,
+    &'static str,
+    u64,
+);
+
+/// Runs every row on a fresh bucket of type `S`, collecting all failures before failing.
+pub fn check_table<S: State + Default + Clone>(rows: &[Row]) {
+    let mut failures = Vec::new();
+    for &(name, text, ops, probe, outcome, used, remaining) in rows {
+        let mut bucket: Bucket<S> = replay(limit(text), ops);
+        let expected = Expected {
+            outcome,
+            used,
+            remaining,
+        };
+        let decision = check_probe(name, &mut bucket, probe, &expected, &mut failures);
+        if decision.counters.is_some() {
+            failures.push(format!("{name}: only the floating window has counters"));
+        }
+    }
+    assert_no_failures(&failures);
 }
