@@ -40,7 +40,7 @@ pub struct Counters {
 impl Counters {
     /// `window_ms − elapsed_ms`: the previous window's share still counted, in ms.
     pub fn overlap_ms(&self) -> u64 {
-        self.window_ms - self.elapsed_ms
+        self.window_ms.saturating_sub(self.elapsed_ms)
     }
 
     /// The share of the previous window still counted, from 1 (the window just began) down

@@ -48,7 +48,7 @@ impl SlidingLogState {
             .take_while(|entry| expired(limit, entry.at_ms, at_ms))
             .map(|entry| u128::from(entry.cost))
             .sum();
-        self.total - gone
+        self.total.saturating_sub(gone)
     }
 
     /// Drops the entries that no longer count at `at_ms`.
@@ -57,7 +57,7 @@ impl SlidingLogState {
             if !expired(limit, entry.at_ms, at_ms) {
                 break;
             }
-            self.total -= u128::from(entry.cost);
+            self.total = self.total.saturating_sub(u128::from(entry.cost));
             self.entries.pop_front();
         }
     }
