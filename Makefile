@@ -6,7 +6,7 @@ LIMIT ?= 6/8s
 ALGORITHM ?= floating
 EXAMPLE ?= examples/esi-burst.csv
 
-.PHONY: all setup build demo test fmt lint unit
+.PHONY: all setup build demo test fmt lint unit doc
 
 all: build
 
@@ -28,7 +28,7 @@ demo: build
 	@cat target/demo.summary
 	@echo "Try another: make demo LIMIT=150/15m ALGORITHM=sliding-log EXAMPLE=your-log.csv"
 
-test: setup fmt lint unit
+test: setup fmt lint unit doc
 
 fmt:
 	$(CARGO) fmt --all -- --check
@@ -39,3 +39,7 @@ lint:
 # Unit, integration, CLI and doc tests.
 unit:
 	$(CARGO) test --locked
+
+# The API docs build without a broken link or a warning.
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
