@@ -126,7 +126,7 @@ impl fmt::Display for Limit {
         let window = self.window_ms();
         let (unit, unit_ms) = UNITS
             .iter()
-            .find(|(_, unit_ms)| window % unit_ms == 0)
+            .find(|(_, unit_ms)| window.is_multiple_of(*unit_ms))
             .unwrap_or(&UNITS[UNITS.len() - 1]);
         write!(f, "{}/{}{}", self.tokens(), window / unit_ms, unit)
     }
