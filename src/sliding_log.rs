@@ -78,10 +78,10 @@ impl SlidingLogState {
     }
 
     /// The smallest d ≥ 1 after which `cost` (≤ N) fits: walk the log oldest first until
-    /// enough tokens have come back; the entry that frees them returns at `s + W`.
-    fn wait_ms(&self, limit: &Limit, at_ms: u64, cost: u64) -> u64 {
+    /// enough tokens have come back; the entry that frees them returns at `s + W`. `used`
+    /// is the tokens in use at `at_ms`, as `decide` already counted them.
+    fn wait_ms(&self, limit: &Limit, at_ms: u64, mut used: u128, cost: u64) -> u64 {
         let fits = limit.tokens() - cost;
-        let mut used = self.used_at(limit, at_ms);
         for entry in self.live(limit, at_ms) {
             used = used.saturating_sub(u128::from(entry.cost));
             if used <= u128::from(fits) {
@@ -97,7 +97,7 @@ impl SlidingLogState {
         let at_ms = now_ms.max(self.latest_ms);
         let used = self.used_at(limit, at_ms);
         let outcome = judge(limit, now_ms, at_ms, limit.scale(used), cost, || {
-            self.wait_ms(limit, at_ms, cost)
+            self.wait_ms(limit, at_ms, used, cost)
         });
         (at_ms, used, outcome)
     }
