@@ -1,45 +1,83 @@
 # The two commands of the README's quick start are `make demo` and `make test`; both set up
-# what is missing first, so they work on a fresh machine. Every step is idempotent.
+# what is missing first (scripts/setup.sh), so they work on a fresh machine. Every step is
+# idempotent and costs seconds once the tools are in place.
 
 CARGO ?= cargo
+PORT ?= 8000
 LIMIT ?= 6/8s
 ALGORITHM ?= floating
 EXAMPLE ?= examples/esi-burst.csv
 
-.PHONY: all setup build demo test fmt lint unit doc
+# npm's wasm-opt must shadow Debian's (/usr/bin/wasm-opt 108 silently breaks wasm-bindgen
+# output), and tools installed by `cargo install` live in ~/.cargo/bin.
+export PATH := $(CURDIR)/tests/e2e/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+
+WASM_PACK = wasm-pack
+PKG = www/pkg
+
+.PHONY: all setup setup-browser build wasm cli demo replay size \
+	test fmt lint unit doc wasm-node wasm-browser e2e
 
 all: build
 
-# The Rust toolchain comes with the machine (rustup); its lint and format tools may not.
 setup:
-	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
-	@rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+	@scripts/setup.sh
 
-build: setup
+setup-browser:
+	@scripts/setup.sh browser
+
+build: wasm cli
+
+# The release WebAssembly build and its JS glue, next to the element: www/ is then a static
+# site any server can host.
+wasm: setup
+	$(WASM_PACK) build --target web --profile wasm-release --mode no-install --no-pack --out-dir $(PKG)
+
+cli: setup
 	$(CARGO) build --release --locked
 
-# Until the docs widget lands, the demo replays an example request log against a limit:
-# a client that fires too fast, meets 429s, waits out Retry-After and recovers.
+# Builds, then serves the docs page on 127.0.0.1 until Ctrl-C.
 demo: build
+	@node scripts/serve.mjs www $(PORT)
+
+# The replay CLI on an example request log: a client that fires too fast, meets 429s,
+# waits out Retry-After and recovers. Try: make replay LIMIT=150/15m EXAMPLE=your-log.csv
+replay: cli
 	@echo "Replaying $(EXAMPLE) against $(LIMIT) ($(ALGORITHM)):"
 	@./target/release/trickle replay --limit $(LIMIT) --algorithm $(ALGORITHM) $(EXAMPLE) \
-		> target/demo.csv 2> target/demo.summary || { cat target/demo.summary >&2; exit 1; }
-	@if command -v column >/dev/null; then column -s, -t < target/demo.csv; else cat target/demo.csv; fi
-	@cat target/demo.summary
-	@echo "Try another: make demo LIMIT=150/15m ALGORITHM=sliding-log EXAMPLE=your-log.csv"
+		> target/replay.csv 2> target/replay.summary || { cat target/replay.summary >&2; exit 1; }
+	@if command -v column >/dev/null; then column -s, -t < target/replay.csv; else cat target/replay.csv; fi
+	@cat target/replay.summary
 
-test: setup fmt lint unit doc
+# What a docs page downloads for the widget, gzip -9 as a server would send it.
+size: wasm
+	@scripts/size.sh $(PKG)/trickle_bg.wasm $(PKG)/trickle.js www/rate-limit-demo.js www/rate-limit-demo.css
+
+test: setup-browser fmt lint unit doc wasm-node wasm-browser e2e
 
 fmt:
 	$(CARGO) fmt --all -- --check
 
 lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --lib --tests --target wasm32-unknown-unknown -- -D warnings
 
-# Unit, integration, CLI and doc tests.
+# Unit, integration, CLI and doc tests, natively.
 unit:
 	$(CARGO) test --locked
 
 # The API docs build without a broken link or a warning.
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
+
+# The JS boundary (tests/web.rs) as WebAssembly, under Node and in headless Chromium. The
+# suite names no environment, so the runner picks Node unless WASM_BINDGEN_USE_BROWSER is set.
+wasm-node: setup
+	$(WASM_PACK) test --node --mode no-install -- --locked --test web
+
+wasm-browser: setup-browser
+	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test --headless --chrome --mode no-install -- --locked --test web
+
+# The element and the docs page in Debian's Chromium, against the release build.
+e2e: setup-browser wasm
+	npm test --prefix tests/e2e

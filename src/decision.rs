@@ -59,7 +59,8 @@ pub struct Decision {
     pub cost: u64,
     /// The limit it was checked against.
     pub limit: Limit,
-    /// Tokens in use after the decision: with the cost when allowed, without it otherwise.
+    /// Tokens in use after the decision: with the cost when a `hit` was allowed, without it
+    /// when denied, and without it after a `peek`, which spends nothing.
     /// May exceed the limit after [`record`](crate::FloatingWindow::record).
     pub used: Tokens,
     /// The time the decision was made at, in ms: the caller's `now`, or the latest time the
@@ -98,6 +99,12 @@ impl Decision {
             Outcome::Denied { retry_after_ms } => Some(retry_after_ms),
             Outcome::Allowed | Outcome::ExceedsLimit => None,
         }
+    }
+
+    /// The `Retry-After` header's value: whole seconds, rounded up so that a client that
+    /// waits that long is never early. `None` when allowed, or when no wait would help.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        self.retry_after_ms().map(|ms| ms.div_ceil(1000))
     }
 
     /// Tokens this request spent: its cost when allowed, 0 otherwise.

@@ -4,7 +4,7 @@
 //! 2 tokens, a redirect or `304 Not Modified` 1, a client error 5 (but a 429, which the
 //! limiter itself sent, nothing), and a server error nothing, since the fault is ESI's.
 
-use crate::decision::{Decision, Outcome};
+use crate::decision::Decision;
 use crate::errors::StatusError;
 
 /// What a response with HTTP `status` costs under ESI's table.
@@ -69,8 +69,8 @@ pub fn headers(decision: &Decision) -> Vec<(&'static str, String)> {
         ("X-Ratelimit-Remaining", decision.remaining().to_string()),
         ("X-Ratelimit-Used", decision.spent().to_string()),
     ];
-    if let Outcome::Denied { retry_after_ms } = decision.outcome {
-        headers.push(("Retry-After", retry_after_ms.div_ceil(1000).to_string()));
+    if let Some(seconds) = decision.retry_after_s() {
+        headers.push(("Retry-After", seconds.to_string()));
     }
     headers
 }

@@ -67,6 +67,8 @@ mod sliding_log;
 mod state;
 mod token_bucket;
 mod tokens;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 
 pub use algorithm::{Algorithm, AnyState, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};

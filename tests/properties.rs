@@ -2,6 +2,8 @@
 //! step that may be 0, may go backwards and may jump far, costs 0, a few tokens, N or N + 1,
 //! and is a hit, a peek or a record, under a random limit from 1 token per ms up to u64::MAX
 //! tokens per u64::MAX ms. Each test's name states its invariant.
+// proptest has no random source on wasm32; these run natively only.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, skipping whatever is already in place, so
+# `make demo` and `make test` work on a fresh machine and cost seconds on a set-up one.
+#
+#   scripts/setup.sh          Rust components, the wasm32 target, wasm-pack, wasm-bindgen-cli,
+#                             and the npm packages (wasm-opt from npm's binaryen, playwright-core)
+#   scripts/setup.sh browser  the same, plus Debian's Chromium and ChromeDriver
+#
+# Only the package registries are reachable here, so every tool comes from one: crates.io,
+# npm, Debian. The traps behind each step are in the comments; see also ../shared/TOOLCHAIN.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WASM_PACK_VERSION=0.15.1
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+for component in clippy rustfmt; do
+    rustup component list --installed 2>/dev/null | grep -q "^$component" ||
+        rustup component add "$component"
+done
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown ||
+    rustup target add wasm32-unknown-unknown
+
+if [ "$(wasm-pack --version 2>/dev/null)" != "wasm-pack $WASM_PACK_VERSION" ]; then
+    say "installing wasm-pack $WASM_PACK_VERSION (about 2 minutes)"
+    cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked
+fi
+
+# The CLI must be exactly the wasm-bindgen version in Cargo.lock, or the glue it writes does
+# not match the crate. It installs only without --locked: its own lockfile pins a crate
+# version the registry no longer has.
+bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $bindgen_version" ]; then
+    say "installing wasm-bindgen-cli $bindgen_version (about 2 minutes)"
+    cargo install wasm-bindgen-cli --version "$bindgen_version" --force
+fi
+
+# npm's binaryen gives wasm-opt 132; Debian's wasm-opt 108 silently breaks wasm-bindgen output.
+# `npm ci` wipes node_modules, so run it only when the lockfile changed since the last run.
+stamp=tests/e2e/node_modules/.installed-from-lock
+if ! cmp -s tests/e2e/package-lock.json "$stamp"; then
+    say "installing npm packages for tests/e2e"
+    npm ci --prefix tests/e2e --no-audit --no-fund
+    cp tests/e2e/package-lock.json "$stamp"
+fi
+
+if [ "${1:-}" = browser ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+    say "installing Debian's chromium and chromium-driver"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+fi

@@ -1,0 +1,257 @@
+//! The JavaScript face of the core, for the `<rate-limit-demo>` element and any page script.
+//!
+//! The core knows nothing of JavaScript; this module only translates. Options come in as one
+//! object, decisions go out as plain objects with camelCase names, and every number that
+//! crosses is a JS number (`f64`), never a BigInt. Anything the core would refuse becomes a JS
+//! `Error` carrying the core's own message, which says what was wrong and what is allowed.
+//!
+//! ```js
+//! import init, { Limiter } from "./pkg/trickle.js";
+//! await init();
+//! const limiter = new Limiter({ limit: "6/8s", algorithm: "floating" });
+//! const decision = limiter.hit(1);        // cost 1, now = performance.now()
+//! decision.allowed;                       // true
+//! limiter.hit(1, 2500).used;              // an explicit time, in ms
+//! ```
+
+use std::fmt::Display;
+
+use js_sys::{Array, Number, Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+use crate::{esi, Algorithm, Decision, Limit, Limiter, Outcome};
+
+/// The largest integer a JS number holds exactly: the ceiling for costs and times.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+const MAX_SAFE_INTEGER_TEXT: &str = "9007199254740991";
+
+/// How to build a limiter, for error messages.
+const OPTIONS_FORM: &str = r#"pass { limit: "6/8s", algorithm: "floating" }"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The page's clock (or Node's): milliseconds since the page started.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+/// Turns any error of the core into a JS `Error` with its `Display` text.
+fn into_error<E: Display>(err: E) -> JsError {
+    JsError::new(&err.to_string())
+}
+
+/// A number as JS writes it (`1.5`, `NaN`, `-Infinity`). Formatting floats in Rust would
+/// add some 15 KB of float-printing code to the wasm for error messages alone.
+fn js_number(value: f64) -> String {
+    Number::from(value)
+        .to_string_with_radix(10)
+        .map(String::from)
+        .unwrap_or_default()
+}
+
+/// One key of the options object: absent (`undefined`) or a string.
+fn string_option(options: &JsValue, key: &str) -> Result<Option<String>, JsError> {
+    let value = Reflect::get(options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    value.as_string().map(Some).ok_or_else(|| {
+        JsError::new(&format!(
+            "Limiter options: {key} must be a string, got {}; {OPTIONS_FORM}",
+            value.js_typeof().as_string().unwrap_or_default()
+        ))
+    })
+}
+
+/// Reads `{ limit, algorithm }`, refusing anything else so that a typo is not ignored.
+fn limiter_from_options(options: &JsValue) -> Result<Limiter, JsError> {
+    if !options.is_object() {
+        return Err(JsError::new(&format!(
+            "Limiter options must be an object; {OPTIONS_FORM}"
+        )));
+    }
+    for key in Object::keys(options.unchecked_ref::<Object>()).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if key != "limit" && key != "algorithm" {
+            return Err(JsError::new(&format!(
+                "Limiter options: unknown option {key:?}; the options are limit and algorithm"
+            )));
+        }
+    }
+    let limit: Limit = string_option(options, "limit")?
+        .ok_or_else(|| {
+            JsError::new(&format!(
+                "Limiter options: limit is missing; {OPTIONS_FORM}"
+            ))
+        })?
+        .parse()
+        .map_err(into_error)?;
+    let algorithm = match string_option(options, "algorithm")? {
+        Some(name) => name.parse().map_err(into_error)?,
+        None => Algorithm::default(),
+    };
+    Ok(Limiter::with_algorithm(algorithm, limit))
+}
+
+/// A JS number, or `null` where the field does not apply.
+fn number_or_null(value: Option<f64>) -> JsValue {
+    value.map_or(JsValue::NULL, JsValue::from_f64)
+}
+
+/// A decision as JS sees it: a plain object whose fields are listed in `to_js`'s table.
+/// Fields that do not apply are `null`, never missing.
+fn to_js(decision: &Decision) -> JsValue {
+    let counters = decision.counters;
+    let outcome = match decision.outcome {
+        Outcome::Allowed => "allowed",
+        Outcome::Denied { .. } => "denied",
+        Outcome::ExceedsLimit => "exceeds-limit",
+    };
+    #[rustfmt::skip]
+    let fields: [(&str, JsValue); 15] = [
+        // True when the request fits; then 200, otherwise 429.
+        ("allowed",      decision.is_allowed().into()),
+        ("status",       decision.status().into()),
+        // "exceeds-limit" is a cost above the whole limit: no wait helps.
+        ("outcome",      outcome.into()),
+        ("cost",         (decision.cost as f64).into()),
+        // Tokens in use after the decision; fractional for the floating window and bucket.
+        ("used",         decision.used.as_f64().into()),
+        // N and W.
+        ("limit",        (decision.limit.tokens() as f64).into()),
+        ("windowMs",     (decision.limit.window_ms() as f64).into()),
+        // Whole tokens left.
+        ("remaining",    (decision.remaining() as f64).into()),
+        // The exact wait before the same request fits, and the Retry-After header (whole
+        // seconds, rounded up); null unless denied.
+        ("retryAfterMs", number_or_null(decision.retry_after_ms().map(|ms| ms as f64))),
+        ("retryAfter",   number_or_null(decision.retry_after_s().map(|s| s as f64))),
+        // When the decision was made, in ms.
+        ("t",            (decision.at_ms as f64).into()),
+        // The floating window's counters: tokens spent in the previous and the current
+        // fixed window, the share of the previous one still counted (1 down to 1/W), and how
+        // far into the current window `t` is. Null for the other algorithms.
+        ("previous",     number_or_null(counters.map(|c| c.previous as f64))),
+        ("current",      number_or_null(counters.map(|c| c.current as f64))),
+        ("overlap",      number_or_null(counters.map(|c| c.overlap()))),
+        ("elapsedMs",    number_or_null(counters.map(|c| c.elapsed_ms as f64))),
+    ];
+    let entries: Array = fields
+        .into_iter()
+        .map(|(key, value)| Array::of2(&key.into(), &value))
+        .collect();
+    Object::from_entries(&entries)
+        .expect("an array of [key, value] pairs is valid input to Object.fromEntries")
+        .into()
+}
+
+/// A whole, non-negative JS number below 2^53, for costs and statuses.
+fn whole(what: &str, value: f64) -> Result<u64, JsError> {
+    // NaN and the infinities fall outside the range.
+    if (0.0..=MAX_SAFE_INTEGER).contains(&value) && value.fract() == 0.0 {
+        Ok(value as u64)
+    } else {
+        Err(JsError::new(&format!(
+            "{what} must be a whole number from 0 to {MAX_SAFE_INTEGER_TEXT}, got {}",
+            js_number(value)
+        )))
+    }
+}
+
+/// The caller's time, or the page's clock when none was given. Fractions of a millisecond
+/// (as `performance.now()` gives) are dropped: the core counts whole milliseconds.
+fn time(now: Option<f64>) -> Result<u64, JsError> {
+    let now = now.unwrap_or_else(performance_now);
+    if (0.0..=MAX_SAFE_INTEGER).contains(&now) {
+        Ok(now.floor() as u64)
+    } else {
+        Err(JsError::new(&format!(
+            "now must be a time in milliseconds from 0 to {MAX_SAFE_INTEGER_TEXT}, got {}",
+            js_number(now)
+        )))
+    }
+}
+
+/// One rate-limited bucket, running one of the four algorithms.
+///
+/// Every method takes the cost first and the time second, both optional: cost 1 and
+/// `performance.now()` when left out.
+#[wasm_bindgen(js_name = Limiter)]
+pub struct JsLimiter {
+    inner: Limiter,
+}
+
+#[wasm_bindgen(js_class = Limiter)]
+impl JsLimiter {
+    /// `new Limiter({ limit: "6/8s", algorithm: "floating" })`. `algorithm` may be left out
+    /// (floating); it is one of `floating`, `sliding-log`, `fixed`, `token-bucket`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<JsLimiter, JsError> {
+        Ok(JsLimiter {
+            inner: limiter_from_options(&options)?,
+        })
+    }
+
+    /// Spends `cost` tokens if they fit, and says what happened.
+    pub fn hit(&mut self, cost: Option<f64>, now: Option<f64>) -> Result<JsValue, JsError> {
+        let cost = whole("cost", cost.unwrap_or(1.0))?;
+        Ok(to_js(&self.inner.hit(time(now)?, cost)))
+    }
+
+    /// What `hit` would answer, without spending anything. `peek(0)` shows what is in use.
+    pub fn peek(&self, cost: Option<f64>, now: Option<f64>) -> Result<JsValue, JsError> {
+        let cost = whole("cost", cost.unwrap_or(1.0))?;
+        Ok(to_js(&self.inner.peek(time(now)?, cost)))
+    }
+
+    /// Charges `cost` tokens whether or not they fit, as a server does once it knows what a
+    /// response cost (ESI charges by status after answering).
+    pub fn record(&mut self, cost: f64, now: Option<f64>) -> Result<JsValue, JsError> {
+        let cost = whole("cost", cost)?;
+        Ok(to_js(&self.inner.record(time(now)?, cost)))
+    }
+
+    /// Forgets everything spent.
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// The limit as it is written, e.g. `"6/8s"`.
+    #[wasm_bindgen(getter)]
+    pub fn limit(&self) -> String {
+        self.inner.limit().to_string()
+    }
+
+    /// N, the tokens one window holds.
+    #[wasm_bindgen(getter)]
+    pub fn tokens(&self) -> f64 {
+        self.inner.limit().tokens() as f64
+    }
+
+    /// W, the window's length in ms.
+    #[wasm_bindgen(getter, js_name = windowMs)]
+    pub fn window_ms(&self) -> f64 {
+        self.inner.limit().window_ms() as f64
+    }
+
+    /// The algorithm's name, e.g. `"floating"`.
+    #[wasm_bindgen(getter)]
+    pub fn algorithm(&self) -> String {
+        self.inner.algorithm().name().to_string()
+    }
+}
+
+/// What a response with HTTP `status` costs under ESI's table: 2XX 2, 3XX 1, 4XX 5 but
+/// 429 0, 5XX 0. Anything else throws.
+#[wasm_bindgen(js_name = esiCost)]
+pub fn esi_cost(status: f64) -> Result<f64, JsError> {
+    let status = whole("status", status)?;
+    let status = u16::try_from(status).map_err(|_| {
+        JsError::new(&format!(
+            "status {status} has no cost in ESI's table; expected an HTTP status from 200 to 599"
+        ))
+    })?;
+    esi::cost_for_status(status)
+        .map(|cost| cost as f64)
+        .map_err(into_error)
+}
