@@ -1,0 +1,142 @@
+// Shared by the end-to-end tests: the release build of www/ served on 127.0.0.1, Debian's
+// Chromium driven by playwright-core (which downloads nothing), and test pages that exist
+// only inside the browser, so that www/ stays the site a docs author would copy.
+
+import { mkdtemp, mkdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { serve } from "../../scripts/serve.mjs";
+
+export const REPO = fileURLToPath(new URL("../..", import.meta.url));
+/** Where tests write what a person may want to look at: screenshots, timings. */
+export const ARTIFACTS = join(REPO, "target", "e2e");
+
+// Without the background-networking flags, Chromium keeps trying to reach Google's hosts,
+// which this machine's closed network refuses.
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/**
+ * Starts the server and the browser. Returns a session for `open`; `session.close()` stops
+ * both and removes the browser's temporary folders.
+ */
+export async function start() {
+  await mkdir(ARTIFACTS, { recursive: true });
+  // Chromium leaves org.chromium.Chromium.* folders in TMPDIR: keep them in our scratch.
+  const scratch = await mkdtemp(join(tmpdir(), "trickle-e2e-"));
+  const server = await serve(join(REPO, "www"));
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: CHROMIUM_ARGS,
+    env: { ...process.env, TMPDIR: scratch },
+  });
+  return {
+    url: server.url,
+    browser,
+    close: async () => {
+      await browser.close();
+      await server.close();
+      await rm(scratch, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Opens a page in a context of its own (its own clock, routes and colour scheme), recording
+ * every console error or warning and every uncaught exception in `problems`, so a test can
+ * assert the page stayed clean.
+ *
+ * - `path`: what to open, relative to the server's root (default: the docs page);
+ * - `html`: serve this at `path` from inside the browser instead, for pages only the tests
+ *   need; relative URLs in it resolve against the real server;
+ * - `clock`: install Playwright's fake clock at 0, so that time, timers and animation frames
+ *   move only when the test says so;
+ * - `blockWasm`: make every request for the wasm fail;
+ * - `colorScheme`, `reducedMotion`: the reader's preferences.
+ */
+export async function open(session, options = {}) {
+  const { path = "", html, clock = false, blockWasm = false, colorScheme, reducedMotion } = options;
+  const context = await session.browser.newContext({
+    viewport: { width: 900, height: 900 },
+    colorScheme,
+    reducedMotion,
+  });
+  const address = new URL(path, session.url).href;
+  if (html !== undefined) {
+    await context.route(address, (route) =>
+      route.fulfill({ contentType: "text/html; charset=utf-8", body: html }),
+    );
+  }
+  if (blockWasm) await context.route("**/*.wasm", (route) => route.abort());
+  const page = await context.newPage();
+  const problems = [];
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") {
+      problems.push(`console.${message.type()}: ${message.text()}`);
+    }
+  });
+  page.on("pageerror", (error) => problems.push(`uncaught: ${error.message}`));
+  if (clock) await page.clock.install({ time: 0 });
+  await page.goto(address);
+  return { page, problems, close: () => context.close() };
+}
+
+/** A minimal page around `body`, loading the element from `script`. */
+export function pageWith(body, script = "/rate-limit-demo.js") {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<link rel="icon" href="data:,">
+<title>fixture</title>
+<script type="module" src="${script}"></script>
+</head>
+<body>
+${body}
+</body>
+</html>`;
+}
+
+/** Waits until every `<rate-limit-demo>` on the page has settled; returns their `ready` values. */
+export function whenReady(page) {
+  return page.evaluate(async () => {
+    await customElements.whenDefined("rate-limit-demo");
+    return Promise.all([...document.querySelectorAll("rate-limit-demo")].map((el) => el.ready));
+  });
+}
+
+/**
+ * Starts collecting `rate-limit-decision` events at the document (they bubble and cross the
+ * shadow boundary); `events(page)` returns them in order, each with the id of its widget.
+ */
+export async function collectEvents(page) {
+  await page.evaluate(() => {
+    window.__decisions = [];
+    document.addEventListener("rate-limit-decision", (event) => {
+      window.__decisions.push({ widget: event.target.id, detail: event.detail });
+    });
+  });
+}
+
+export function events(page) {
+  return page.evaluate(() => window.__decisions);
+}
+
+/** The text of `part` inside the widget matched by `selector`. */
+export function partText(page, selector, part) {
+  return page.evaluate(
+    ([selector, part]) =>
+      document.querySelector(selector)?.shadowRoot.querySelector(`[part~="${part}"]`)?.textContent,
+    [selector, part],
+  );
+}

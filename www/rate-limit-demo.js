@@ -1,0 +1,902 @@
+/**
+ * <rate-limit-demo>: a rate limit a reader can press, for API docs.
+ *
+ * Each element runs its own limiter from trickle, the project's Rust core compiled to
+ * WebAssembly, so every number it shows is the core's own answer. For the floating window it
+ * shows why a request fits or not: `used = previous × overlap + current` with the real
+ * numbers, and a timeline on which the previous fixed window slides out of the last W.
+ *
+ *   <script type="module" src="rate-limit-demo.js"></script>
+ *   <rate-limit-demo limit="6/8s"></rate-limit-demo>
+ *
+ * The module loads ./pkg/trickle.js, ./pkg/trickle_bg.wasm and ./rate-limit-demo.css from
+ * next to itself, so the three can live at any path. ESM only, no dependencies.
+ *
+ * Attributes (each has a property of the same name that reads and writes it):
+ *   limit      N tokens per window W, as ESI writes it: "6/8s", "150/15m". Default "6/8s".
+ *   algorithm  "floating" (default), "sliding-log", "fixed" or "token-bucket".
+ *   cost       Tokens each Hit spends: a whole number from 0 to N. Default 1. The property
+ *              reads 1 while the attribute is not a whole number.
+ *   costs      "esi": one Hit button per response class, charged by ESI's table after
+ *              answering (200 OK 2, 304 1, 404 5, 500 0; a 429 costs nothing). `cost` is
+ *              ignored then.
+ *   A value the element cannot use is explained, as text, in place of the widget; fixing
+ *   the attribute brings the widget back. Any change starts a fresh, empty bucket.
+ *
+ * Properties:
+ *   ready      Promise<boolean>: true once this element is interactive, false if it shows
+ *              an error instead (bad attribute, WebAssembly that did not load). Never rejects.
+ *
+ * Methods:
+ *   hit(status?)  Sends one request, as pressing Hit does. Under costs="esi", `status`
+ *                 (default 200) is what the server answers. Returns the event's detail, or
+ *                 null while the element is loading or shows an error.
+ *   reset()       Empties the bucket and the timeline.
+ *   RateLimitDemo.define(tag = "rate-limit-demo", registry = customElements)
+ *                 Registers the element; does nothing if the tag is taken already.
+ *
+ * Events:
+ *   rate-limit-decision  One per request; bubbles and crosses shadow roots. `detail` is the
+ *     core's decision: allowed, status, outcome ("allowed", "denied", "exceeds-limit"), cost,
+ *     used, limit (N), windowMs, remaining, retryAfterMs and retryAfter (null unless denied),
+ *     t, and previous, current, overlap, elapsedMs (null unless floating). Under
+ *     costs="esi", status is the answer sent and cost what it was charged (0 for a 429).
+ *
+ * Parts: panel, error, heading, formula, previous, overlap, current (floating only), used,
+ *   gauge, remaining, timeline, next, answer, hit (one per button; under costs="esi" each
+ *   has data-status), reset, footnote.
+ *
+ * CSS custom properties, set on the element or any ancestor (defaults in the CSS file):
+ *   --rate-limit-demo-accent      buttons, the sliding window, the gauge
+ *   --rate-limit-demo-allowed     200 answers and allowed hits
+ *   --rate-limit-demo-denied      429 answers, denied hits, a full gauge
+ *   --rate-limit-demo-background  the card
+ *   --rate-limit-demo-foreground  text
+ *   --rate-limit-demo-muted       labels and secondary text
+ *   --rate-limit-demo-border      borders and window boundaries
+ *   --rate-limit-demo-font        text
+ *   --rate-limit-demo-mono-font   numbers, the formula and the HTTP answer
+ *   --rate-limit-demo-radius      corners
+ * Colours follow the page's `color-scheme` (light, dark, or `light dark` for the reader's
+ * setting), forced colours and prefers-reduced-motion.
+ *
+ * Performance mark "rate-limit-demo:ready": when the first element became interactive.
+ */
+
+const GLUE_URL = new URL("./pkg/trickle.js", import.meta.url);
+const WASM_URL = new URL("./pkg/trickle_bg.wasm", import.meta.url);
+const STYLESHEET_URL = new URL("./rate-limit-demo.css", import.meta.url);
+
+const DEFAULT_LIMIT = "6/8s";
+const DEFAULT_ALGORITHM = "floating";
+const DEFAULT_COST = 1;
+
+const ALGORITHM_NAMES = {
+  floating: "floating window",
+  "sliding-log": "sliding log",
+  fixed: "fixed window",
+  "token-bucket": "token bucket",
+};
+
+/** One response of each class in ESI's cost table, one button each under costs="esi". */
+const ESI_STATUSES = [200, 304, 404, 500];
+const REASONS = {
+  200: "OK",
+  304: "Not Modified",
+  404: "Not Found",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+};
+
+const FOOTNOTE =
+  "A limit is a safety net, not a target: spread requests out and honour Retry-After.";
+
+/**
+ * The timeline's vertical layout in CSS pixels; its width is the element's. Hits that land
+ * close together stack upwards in lanes so that a quick burst stays countable.
+ */
+const TIMELINE = {
+  height: 124,
+  /** Room at either end, so that a hit made just now is drawn whole at the right edge. */
+  inset: 8,
+  labelY: 13,
+  trackTop: 20,
+  trackBottom: 86,
+  baseline: 66,
+  laneHeight: 12,
+  lanes: 4,
+  overlapLabelY: 81,
+  axisY: 101,
+  captionY: 119,
+};
+/** Hits closer than this many pixels on the timeline go in the next lane up. */
+const MARK_SPACING = 15;
+/** A key held down on Hit sends dozens of requests a second; the timeline draws the latest. */
+const MAX_MARKS = 200;
+/** Used before the first ResizeObserver report, and while the element has no width. */
+const FALLBACK_WIDTH = 480;
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const CROSS = "M-4-4L4 4M-4 4L4-4";
+
+const reducedMotion = globalThis.matchMedia?.("(prefers-reduced-motion: reduce)");
+
+let corePromise = null;
+let markedReady = false;
+
+/**
+ * The core's glue, imported and initialised once for every element on the page. Imported
+ * dynamically so that a missing or blocked module becomes a message inside each element,
+ * not an error that stops the page's other scripts. The wasm is fetched alongside the glue
+ * rather than after it, which saves a round trip before the first element is interactive.
+ */
+function loadCore() {
+  corePromise ??= Promise.all([import(GLUE_URL.href), fetch(WASM_URL)]).then(
+    async ([glue, wasm]) => {
+      await glue.default({ module_or_path: wasm });
+      return glue;
+    },
+  );
+  return corePromise;
+}
+
+/** An HTML element; `children` are nodes or plain text (never parsed as HTML). */
+function html(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  setAttributes(element, attributes);
+  element.append(...children);
+  return element;
+}
+
+function svg(tag, attributes = {}, ...children) {
+  const element = document.createElementNS(SVG_NS, tag);
+  setAttributes(element, attributes);
+  element.append(...children);
+  return element;
+}
+
+function setAttributes(element, attributes) {
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
+}
+
+/** "1 token", "6 tokens". */
+function count(amount, noun) {
+  return `${amount} ${noun}${amount === 1 ? "" : "s"}`;
+}
+
+/** Units a window is shown in, largest first. */
+const UNITS = { h: 3_600_000, min: 60_000, s: 1_000 };
+
+/** A window as people say it, in the largest unit that divides it exactly: "8 s", "15 min". */
+function formatWindow(ms) {
+  for (const [unit, size] of Object.entries(UNITS)) {
+    if (ms % size === 0) return `${ms / size} ${unit}`;
+  }
+  return `${ms} ms`;
+}
+
+/** A wait in seconds with one decimal, rounded up: a reader who waits that long is not early. */
+function formatWait(ms) {
+  return `${(Math.ceil(ms / 100) / 10).toFixed(1)} s`;
+}
+
+/** An exact wait in seconds: 2410 ms is "2.41 s", 1000 ms is "1 s". */
+function formatExactWait(ms) {
+  return `${ms / 1000} s`;
+}
+
+function statusLine(status) {
+  return REASONS[status] ? `${status} ${REASONS[status]}` : String(status);
+}
+
+/** A whole number of tokens written in an attribute, or null. */
+function parseWholeNumber(text) {
+  return /^\s*\d+\s*$/.test(text) ? Number(text) : null;
+}
+
+export class RateLimitDemo extends HTMLElement {
+  static observedAttributes = ["limit", "algorithm", "cost", "costs"];
+
+  /** Registers the element. A docs page may load this script twice; the second copy must not throw. */
+  static define(tag = "rate-limit-demo", registry = customElements) {
+    if (!registry.get(tag)) registry.define(tag, this);
+    return this;
+  }
+
+  #core = null;
+  #limiter = null;
+  #esi = false;
+  /** Tokens one Hit spends; under costs="esi", what the check before answering asks for. */
+  #cost = DEFAULT_COST;
+  /** Requests still on the timeline, oldest first: `{ t, cost, allowed, lane }`. */
+  #history = [];
+  /** True while the picture changes with time: tokens in use, or hits still sliding left. */
+  #changing = false;
+  #onScreen = true;
+  #cancelScheduled = null;
+  #timelineWidth = 0;
+  #ready;
+
+  #loading;
+  #error;
+  #panel;
+  #heading;
+  #formula;
+  #numbers = {};
+  #gauge;
+  #gaugeFill;
+  #remaining;
+  #timeline;
+  #track = {};
+  #next;
+  #answer;
+  #buttons;
+
+  #visibility = new IntersectionObserver(([entry]) => {
+    this.#onScreen = entry.isIntersecting;
+    if (this.#onScreen) this.#schedule();
+    else this.#stop();
+  });
+
+  #resize = new ResizeObserver(([entry]) => {
+    this.#timelineWidth = entry.contentRect.width;
+    if (this.#limiter) this.#renderNow();
+  });
+
+  constructor() {
+    super();
+    const root = this.attachShadow({ mode: "open" });
+    const stylesheet = html("link", { rel: "stylesheet", href: STYLESHEET_URL.href });
+    // Until the stylesheet is in, the widget would flash unstyled; an error still lets it show.
+    const stylesheetSettled = new Promise((settle) => {
+      stylesheet.addEventListener("load", settle, { once: true });
+      stylesheet.addEventListener("error", settle, { once: true });
+    });
+
+    this.#loading = html("p", { class: "loading" }, "Loading the rate-limit demo…");
+    this.#error = html("div", { part: "error", class: "error", hidden: "" });
+    this.#heading = html("p", { part: "heading", class: "heading" });
+    this.#formula = html("p", { part: "formula", class: "formula" });
+    this.#gaugeFill = html("div", { class: "fill" });
+    this.#gauge = html(
+      "div",
+      {
+        part: "gauge",
+        class: "gauge",
+        role: "meter",
+        "aria-label": "Tokens in use",
+        "aria-valuemin": "0",
+      },
+      this.#gaugeFill,
+    );
+    this.#remaining = html("span", { part: "remaining", class: "remaining" });
+    this.#timeline = svg("svg", { part: "timeline", class: "timeline", role: "img" });
+    this.#next = html("p", { part: "next", class: "next" });
+    this.#answer = html("p", {
+      part: "answer",
+      class: "answer",
+      role: "status",
+      "aria-live": "polite",
+    });
+    this.#buttons = html("div", { class: "hits" });
+    const reset = html("button", { part: "reset", class: "reset", type: "button" }, "Reset");
+    reset.addEventListener("click", () => this.reset());
+
+    this.#panel = html(
+      "div",
+      { part: "panel", class: "panel", hidden: "" },
+      this.#heading,
+      this.#formula,
+      html("div", { class: "meter" }, this.#gauge, this.#remaining),
+      this.#timeline,
+      this.#next,
+      html("div", { class: "controls" }, this.#buttons, reset),
+      this.#answer,
+      html("p", { part: "footnote", class: "footnote" }, FOOTNOTE),
+    );
+    root.append(stylesheet, this.#loading, this.#error, this.#panel);
+    this.#ready = this.#start(stylesheetSettled);
+  }
+
+  get ready() {
+    return this.#ready;
+  }
+
+  get limit() {
+    return this.getAttribute("limit") ?? DEFAULT_LIMIT;
+  }
+  set limit(value) {
+    this.#reflect("limit", value);
+  }
+
+  get algorithm() {
+    return this.getAttribute("algorithm") ?? DEFAULT_ALGORITHM;
+  }
+  set algorithm(value) {
+    this.#reflect("algorithm", value);
+  }
+
+  get cost() {
+    return parseWholeNumber(this.getAttribute("cost") ?? "") ?? DEFAULT_COST;
+  }
+  set cost(value) {
+    this.#reflect("cost", value);
+  }
+
+  get costs() {
+    return this.getAttribute("costs");
+  }
+  set costs(value) {
+    this.#reflect("costs", value);
+  }
+
+  connectedCallback() {
+    // A page may set properties before this module has loaded; they then sit on the
+    // instance and hide the accessors. Pass them through so that they become attributes.
+    for (const name of RateLimitDemo.observedAttributes) {
+      if (Object.hasOwn(this, name)) {
+        const value = this[name];
+        delete this[name];
+        this[name] = value;
+      }
+    }
+    this.#visibility.observe(this);
+    this.#resize.observe(this.#timeline);
+    if (this.#limiter) {
+      // Time went on while the element was away from the page.
+      this.#renderNow();
+      this.#schedule();
+    }
+  }
+
+  disconnectedCallback() {
+    this.#stop();
+    this.#visibility.disconnect();
+    this.#resize.disconnect();
+  }
+
+  attributeChangedCallback(name, oldValue, newValue) {
+    if (oldValue === newValue) return;
+    this.#rebuild();
+  }
+
+  /** Sends one request; see the header comment. */
+  hit(status) {
+    if (!this.#limiter) return null;
+    const now = performance.now();
+    let detail;
+    if (this.#esi) {
+      const answered = Number(status ?? 200);
+      // First, so that a status ESI has no price for throws before anything is charged.
+      const charge = this.#core.esiCost(answered);
+      // ESI does not know what a response costs until it has answered, so it only checks
+      // that one token fits, then charges by status. Its own 429 costs nothing.
+      const check = this.#limiter.peek(this.#cost, now);
+      detail = check.allowed
+        ? { ...this.#limiter.record(charge, now), status: answered }
+        : { ...check, status: 429, cost: 0 };
+    } else {
+      detail = { ...this.#limiter.hit(this.#cost, now) };
+    }
+    Object.freeze(detail);
+
+    this.#remember(detail);
+    this.#render(detail);
+    this.#showAnswer(detail);
+    this.dispatchEvent(
+      new CustomEvent("rate-limit-decision", { bubbles: true, composed: true, detail }),
+    );
+    this.#schedule();
+    return detail;
+  }
+
+  /** Empties the bucket and the timeline. */
+  reset() {
+    if (!this.#limiter) return;
+    this.#limiter.reset();
+    this.#history = [];
+    this.#showHint();
+    this.#renderNow();
+  }
+
+  async #start(stylesheetSettled) {
+    try {
+      [this.#core] = await Promise.all([loadCore(), stylesheetSettled]);
+    } catch (error) {
+      this.#showError(
+        "This rate-limit demo could not load its WebAssembly module.",
+        String(error?.message ?? error),
+      );
+      return false;
+    }
+    this.#rebuild();
+    if (this.#limiter && !markedReady) {
+      markedReady = true;
+      performance.mark("rate-limit-demo:ready");
+    }
+    return this.#limiter !== null;
+  }
+
+  #reflect(name, value) {
+    if (value === null || value === undefined) this.removeAttribute(name);
+    else this.setAttribute(name, String(value));
+  }
+
+  /** Builds a fresh limiter from the attributes and the panel around it, or shows why not. */
+  #rebuild() {
+    if (!this.#core) return;
+    this.#stop();
+    this.#limiter?.free();
+    this.#limiter = null;
+    this.#history = [];
+
+    const costs = this.getAttribute("costs");
+    const limit = this.getAttribute("limit") ?? DEFAULT_LIMIT;
+    const algorithm = this.getAttribute("algorithm") ?? DEFAULT_ALGORITHM;
+    const costText = this.getAttribute("cost");
+    let limiter;
+    try {
+      if (costs !== null && costs !== "esi") {
+        throw new Error(
+          `costs "${costs}" is not allowed: use costs="esi" or leave the attribute out`,
+        );
+      }
+      limiter = new this.#core.Limiter({ limit, algorithm });
+    } catch (error) {
+      this.#showError(String(error?.message ?? error));
+      return;
+    }
+    const esi = costs === "esi";
+    const cost = esi ? 1 : costText === null ? DEFAULT_COST : parseWholeNumber(costText);
+    const tokens = limiter.tokens;
+    if (cost === null || cost > tokens) {
+      limiter.free();
+      this.#showError(
+        `cost "${costText}" is not allowed: use a whole number of tokens from 0 to ${tokens}`,
+      );
+      return;
+    }
+
+    this.#limiter = limiter;
+    this.#esi = esi;
+    this.#cost = cost;
+    this.#buildHeading();
+    this.#buildFormula();
+    this.#buildButtons();
+    this.#buildTimeline();
+    this.#showHint();
+    this.#loading.hidden = true;
+    this.#error.hidden = true;
+    this.#panel.hidden = false;
+    this.#renderNow();
+    this.#schedule();
+  }
+
+  /** Shows `message` (and a detail, such as the browser's own error) in place of the widget. */
+  #showError(message, detail) {
+    this.#loading.hidden = true;
+    this.#panel.hidden = true;
+    const lines = [html("p", {}, message)];
+    if (detail) lines.push(html("p", { class: "error-detail" }, detail));
+    this.#error.replaceChildren(...lines);
+    this.#error.hidden = false;
+  }
+
+  #buildHeading() {
+    const { tokens, windowMs, algorithm, limit } = this.#limiter;
+    // With costs that vary, a token is no longer a request.
+    const unit = this.#esi || this.#cost !== 1 ? "token" : "request";
+    const perRequest =
+      this.#esi || this.#cost === 1 ? "" : ` · each request costs ${count(this.#cost, "token")}`;
+    this.#heading.replaceChildren(
+      html("strong", {}, `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
+      ` · ${ALGORITHM_NAMES[algorithm]}${perRequest} `,
+      html("code", { class: "limit-code" }, limit),
+    );
+  }
+
+  /**
+   * The formula with one element per number. For the floating window every term of
+   * `used = previous × overlap + current` appears, each labelled with what it means.
+   */
+  #buildFormula() {
+    const { algorithm, tokens, windowMs } = this.#limiter;
+    const term = (part, label) => {
+      this.#numbers[part] = html("span", { part, class: "number" });
+      return html(
+        "span",
+        { class: "term" },
+        this.#numbers[part],
+        html("span", { class: "label" }, label),
+      );
+    };
+    const operator = (sign) => html("span", { class: "operator" }, sign);
+    this.#numbers = {};
+    const children = [html("span", { class: "name" }, "used"), operator("=")];
+    if (algorithm === "floating") {
+      children.push(
+        term("previous", "previous window"),
+        operator("×"),
+        term("overlap", "share still inside"),
+        operator("+"),
+        term("current", "this window"),
+        operator("="),
+        term("used", `of ${tokens} in use`),
+      );
+    } else {
+      const meaning = {
+        "sliding-log": `tokens spent in the last ${formatWindow(windowMs)}`,
+        fixed: "tokens spent in this fixed window",
+        "token-bucket": `the bucket refills ${tokens} tokens every ${formatWindow(windowMs)}, evenly`,
+      }[algorithm];
+      children.push(
+        term("used", `of ${tokens} in use`),
+        html("span", { class: "meaning" }, meaning),
+      );
+    }
+    this.#formula.replaceChildren(...children);
+  }
+
+  #buildButtons() {
+    const button = (label, cost, status) => {
+      const element = html(
+        "button",
+        { part: "hit", class: "hit", type: "button" },
+        label,
+        " ",
+        html("span", { class: "hit-cost" }, count(cost, "token")),
+      );
+      if (status !== undefined) element.dataset.status = String(status);
+      element.addEventListener("click", () => this.hit(status));
+      return element;
+    };
+    this.#buttons.replaceChildren(
+      ...(this.#esi
+        ? ESI_STATUSES.map((status) =>
+            button(`Hit → ${statusLine(status)}`, this.#core.esiCost(status), status),
+          )
+        : [button("Hit", this.#cost)]),
+    );
+  }
+
+  /**
+   * The timeline's shapes for this algorithm, created once and moved on every frame. Only
+   * the floating and fixed windows have fixed windows to draw; every algorithm has the
+   * sliding window of the last W, the right half of the picture.
+   */
+  #buildTimeline() {
+    const { algorithm, windowMs } = this.#limiter;
+    const floating = algorithm === "floating";
+    const windowed = floating || algorithm === "fixed";
+    const { trackTop, trackBottom } = TIMELINE;
+    const trackHeight = trackBottom - trackTop;
+    const band = { y: trackTop, height: trackHeight };
+    // A label lives in a nested <svg>, which clips it to its window as the window slides
+    // out. `names` is long, then short for narrow windows.
+    const windowLabel = (names) => {
+      const name = svg("tspan");
+      const countText = svg("tspan", { class: "count" });
+      const box = svg(
+        "svg",
+        { y: 0, height: trackTop, class: "window-label" },
+        svg("text", { x: 5, y: TIMELINE.labelY }, name, " · ", countText),
+      );
+      return { box, name, names, countText };
+    };
+
+    const track = {
+      windowed,
+      // Shaded only where it still counts, in part: the fixed window forgets it entirely.
+      previousWindow: floating ? svg("rect", { class: "previous-window", ...band }) : null,
+      band: svg("rect", { class: "band", ...band }),
+      overlap: floating ? svg("rect", { class: "overlap", ...band }) : null,
+      overlapLabel: floating
+        ? svg("text", {
+            class: "overlap-label",
+            y: TIMELINE.overlapLabelY,
+            "text-anchor": "middle",
+          })
+        : null,
+      boundaries: windowed
+        ? [0, 1].map(() => svg("line", { class: "boundary", y1: 2, y2: trackBottom }))
+        : [],
+      previousLabel: windowed ? windowLabel(["previous window", "previous"]) : null,
+      currentLabel: windowed ? windowLabel(["this window", "current"]) : null,
+      marks: svg("g", { class: "marks" }),
+      bandEdge: svg("line", { class: "band-edge", y1: trackTop, y2: trackBottom }),
+      now: svg("line", { class: "now", y1: trackTop, y2: trackBottom }),
+      axis: svg("line", { class: "axis", y1: trackBottom, y2: trackBottom }),
+      start: svg("text", { class: "tick", y: TIMELINE.axisY }, `−${formatWindow(2 * windowMs)}`),
+      middle: svg(
+        "text",
+        { class: "tick", y: TIMELINE.axisY, "text-anchor": "middle" },
+        `−${formatWindow(windowMs)}`,
+      ),
+      end: svg("text", { class: "tick", y: TIMELINE.axisY, "text-anchor": "end" }, "now"),
+      caption: svg("text", { class: "caption", y: TIMELINE.captionY, "text-anchor": "middle" }),
+      legend: svg(
+        "g",
+        { class: "legend", transform: `translate(${TIMELINE.inset + 4} ${TIMELINE.captionY - 4})` },
+        svg("g", { class: "mark allowed" }, svg("circle", { r: 4.5 })),
+        svg("text", { x: 9, y: 4 }, "allowed"),
+        svg("g", { class: "mark denied", transform: "translate(62 0)" }, svg("path", { d: CROSS })),
+        svg("text", { x: 71, y: 4 }, "denied"),
+      ),
+      // The band's caption, longest first: the first that fits is shown.
+      captions: [
+        `sliding window · the last ${formatWindow(windowMs)}`,
+        `the last ${formatWindow(windowMs)}`,
+      ],
+    };
+    this.#track = track;
+    this.#timeline.replaceChildren(
+      ...[
+        track.previousWindow,
+        track.band,
+        track.overlap,
+        ...track.boundaries,
+        track.bandEdge,
+        track.now,
+        track.axis,
+        track.overlapLabel,
+        track.previousLabel?.box,
+        track.currentLabel?.box,
+        track.marks,
+        track.start,
+        track.middle,
+        track.end,
+        track.legend,
+        track.caption,
+      ].filter(Boolean),
+    );
+    this.#timeline.removeAttribute("aria-label");
+  }
+
+  #showHint() {
+    const hint = this.#esi
+      ? "Press a Hit button to send a request; ESI charges for the answer after sending it."
+      : "Press Hit to send a request.";
+    this.#answer.replaceChildren(html("span", { class: "hint" }, hint));
+  }
+
+  /** The answer the server would send, and what it means for the client. */
+  #showAnswer(detail) {
+    const { status, cost, used, limit: tokens, remaining } = detail;
+    let code = statusLine(status);
+    let explanation;
+    if (detail.outcome === "exceeds-limit") {
+      explanation = `This request costs ${count(cost, "token")}, more than the whole limit of ${tokens}: no wait helps.`;
+    } else if (!detail.allowed) {
+      code += ` · Retry-After: ${detail.retryAfter}`;
+      // The header rounds up to whole seconds; the exact wait is what the core computed.
+      const verb = this.#cost === 1 ? "fits" : "fit";
+      explanation = `${count(this.#cost, "token")} ${verb} again in ${formatExactWait(detail.retryAfterMs)}`;
+      explanation += this.#esi ? "; the 429 itself costs nothing." : ".";
+    } else {
+      const left =
+        used > tokens
+          ? `${used.toFixed(2)} of ${tokens} in use, over the limit until it slides out`
+          : `${remaining} of ${tokens} left`;
+      explanation = `${this.#esi ? "Charged" : "Cost"} ${count(cost, "token")}${this.#esi ? " after answering" : ""}: ${left}.`;
+    }
+    this.#answer.replaceChildren(
+      html("span", { class: `code ${detail.allowed ? "allowed" : "denied"}` }, code),
+      " ",
+      html("span", { class: "explanation" }, explanation),
+    );
+  }
+
+  /** Adds a request to the timeline, in the lane above the one before if they would touch. */
+  #remember(detail) {
+    const windowMs = this.#limiter.windowMs;
+    const closeMs = (MARK_SPACING * 2 * windowMs) / (this.#timelineWidth || FALLBACK_WIDTH);
+    const last = this.#history.at(-1);
+    const lane = last && detail.t - last.t < closeMs ? (last.lane + 1) % TIMELINE.lanes : 0;
+    this.#history.push({ t: detail.t, cost: detail.cost, allowed: detail.allowed, lane });
+  }
+
+  #renderNow() {
+    this.#render(this.#limiter.peek(0, performance.now()));
+  }
+
+  /** Shows `decision`: the formula, the gauge, the timeline and when tokens come back. */
+  #render(decision) {
+    const { used, limit: tokens, remaining, t, windowMs } = decision;
+    // Hits older than the timeline's 2W no longer show.
+    while (this.#history.length && this.#history[0].t < t - 2 * windowMs) this.#history.shift();
+
+    const numbers = this.#numbers;
+    numbers.used.textContent = used.toFixed(2);
+    if (numbers.previous) {
+      numbers.previous.textContent = String(decision.previous);
+      numbers.overlap.textContent = decision.overlap.toFixed(3);
+      numbers.current.textContent = String(decision.current);
+    }
+
+    // `used` may pass the limit after ESI charges a response; the bar stops at full.
+    this.#gaugeFill.style.width = `${Math.min(used / tokens, 1) * 100}%`;
+    this.#gauge.style.setProperty("--tokens", String(tokens));
+    this.#gauge.classList.toggle("segmented", tokens <= 30);
+    this.#gauge.classList.toggle("full", remaining < this.#cost);
+    setAttributes(this.#gauge, {
+      "aria-valuemax": String(tokens),
+      "aria-valuenow": String(Math.min(used, tokens)),
+      "aria-valuetext": `${used.toFixed(2)} of ${tokens} tokens in use`,
+    });
+    // Only ESI's charge after answering can take `used` past the limit; say by how much.
+    this.#remaining.textContent =
+      used > tokens
+        ? `0 of ${tokens} left · ${(used - tokens).toFixed(2)} over`
+        : `${remaining} of ${tokens} left`;
+    this.#next.textContent = this.#whenTokensComeBack(decision);
+    this.#drawTimeline(decision);
+    this.#changing = used > 0 || this.#history.length > 0;
+  }
+
+  #whenTokensComeBack({ used, limit: tokens, remaining, t }) {
+    if (used === 0) return `All ${count(tokens, "token")} available`;
+    // `remaining` whole tokens fit now; the next whole one is back when one more would fit.
+    const nextMs = this.#limiter.peek(Math.floor(remaining) + 1, t).retryAfterMs;
+    const allMs = this.#limiter.peek(tokens, t).retryAfterMs;
+    return `1 token back in ${formatWait(nextMs)} · all ${tokens} back in ${formatWait(allMs)}`;
+  }
+
+  /**
+   * Draws the last 2W up to now, now at the right edge, so the sliding window of the last W
+   * is always the right half and the fixed windows move through it: a reader sees the
+   * previous window slide out of the band, and with it the overlap shrink.
+   */
+  #drawTimeline(decision) {
+    const { t: now, windowMs } = decision;
+    const track = this.#track;
+    const width = this.#timelineWidth || FALLBACK_WIDTH;
+    const left = TIMELINE.inset;
+    const right = width - TIMELINE.inset;
+    const start = now - 2 * windowMs;
+    const x = (time) => left + ((time - start) / (2 * windowMs)) * (right - left);
+    const middle = x(now - windowMs);
+
+    this.#timeline.setAttribute("viewBox", `0 0 ${width} ${TIMELINE.height}`);
+    setAttributes(track.band, { x: middle, width: right - middle });
+    setAttributes(track.bandEdge, { x1: middle, x2: middle });
+    setAttributes(track.now, { x1: right, x2: right });
+    setAttributes(track.axis, { x1: left, x2: right });
+    track.start.setAttribute("x", left);
+    track.middle.setAttribute("x", middle);
+    track.end.setAttribute("x", right);
+    // The long caption needs about 6.5 px a character; a narrow element gets the short one.
+    const caption =
+      track.captions.find((text) => text.length * 6.5 <= right - middle) ?? track.captions.at(-1);
+    track.caption.setAttribute("x", (middle + right) / 2);
+    if (track.caption.textContent !== caption) track.caption.textContent = caption;
+
+    let summary = `Timeline of the last ${formatWindow(2 * windowMs)}, now at the right.`;
+    // Requests before this time no longer count towards `used`, and are drawn faded.
+    let countsFrom = -Infinity;
+    if (track.windowed) {
+      // Windows are aligned to multiples of W from time 0.
+      const currentStart = now - (decision.elapsedMs ?? now % windowMs);
+      const previousStart = currentStart - windowMs;
+      // Only the floating window reports its counters. For the fixed window, `used` is this
+      // window's count, and the previous one is summed from the requests on the timeline
+      // (all of them: the timeline keeps every request of the last 2W).
+      const fixed = decision.previous === null;
+      const [previous, current] = fixed
+        ? [this.#spentBetween(previousStart, currentStart), decision.used]
+        : [decision.previous, decision.current];
+      countsFrom = fixed ? currentStart : previousStart;
+      const previousX = x(previousStart);
+      const currentX = x(currentStart);
+      setAttributes(track.boundaries[0], { x1: previousX, x2: previousX });
+      setAttributes(track.boundaries[1], { x1: currentX, x2: currentX });
+      setAttributes(track.previousLabel.box, { x: previousX, width: currentX - previousX });
+      setAttributes(track.currentLabel.box, { x: currentX, width: right - currentX });
+      // The long name while it fits in the window's visible part (about 7 px a character),
+      // so that the count stays readable in a narrow element or a window just begun.
+      const showLabel = (label, tokens, room) => {
+        const fits = (name) => `${name} · ${tokens}`.length * 7 + 8 <= room;
+        label.name.textContent = label.names.find(fits) ?? label.names.at(-1);
+        label.countText.textContent = String(tokens);
+      };
+      showLabel(track.previousLabel, previous, currentX - previousX);
+      showLabel(track.currentLabel, current, right - currentX);
+      summary += ` Previous fixed window: ${count(previous, "token")};`;
+      summary += ` this window: ${count(current, "token")}.`;
+
+      if (track.overlap) {
+        setAttributes(track.previousWindow, { x: previousX, width: currentX - previousX });
+        // The part of the previous window still inside the sliding window: `overlap` of it.
+        const overlapWidth = currentX - middle;
+        setAttributes(track.overlap, { x: middle, width: overlapWidth });
+        track.overlapLabel.setAttribute("x", middle + overlapWidth / 2);
+        track.overlapLabel.textContent =
+          overlapWidth >= 48 ? `× ${decision.overlap.toFixed(3)}` : "";
+        summary += ` The sliding window of the last ${formatWindow(windowMs)} still covers`;
+        summary += ` ${decision.overlap.toFixed(2)} of the previous window.`;
+      }
+    } else {
+      summary += ` The band is the last ${formatWindow(windowMs)}.`;
+      // The sliding log counts a request made at s until s + W; the token bucket has no
+      // request that stops counting all at once.
+      if (this.#limiter.algorithm === "sliding-log") countsFrom = now - windowMs + 1;
+    }
+
+    const allowed = this.#history.filter((hit) => hit.allowed).length;
+    const denied = this.#history.length - allowed;
+    summary += ` Requests shown: ${allowed} allowed, ${denied} denied.`;
+    if (this.#timeline.getAttribute("aria-label") !== summary)
+      this.#timeline.setAttribute("aria-label", summary);
+
+    track.marks.replaceChildren(
+      ...this.#history
+        .slice(-MAX_MARKS)
+        .map((hit) => this.#mark(hit, x(hit.t), hit.t < countsFrom)),
+    );
+  }
+
+  /** Tokens charged between `from` (included) and `to` (excluded), from the requests shown. */
+  #spentBetween(from, to) {
+    let spent = 0;
+    for (const hit of this.#history)
+      if (hit.allowed && hit.t >= from && hit.t < to) spent += hit.cost;
+    return spent;
+  }
+
+  /**
+   * An allowed request is a dot, with its cost in it when not 1 (hollow when it spent
+   * nothing); a denied one is a cross, so the two differ by shape, not only by colour.
+   */
+  #mark(hit, x, expired) {
+    const y = TIMELINE.baseline - hit.lane * TIMELINE.laneHeight;
+    const classes = ["mark", hit.allowed ? "allowed" : "denied"];
+    if (hit.allowed && hit.cost === 0) classes.push("free");
+    if (expired) classes.push("expired");
+    const mark = svg("g", { class: classes.join(" "), transform: `translate(${x} ${y})` });
+    if (!hit.allowed) {
+      mark.append(svg("path", { d: CROSS }));
+    } else if (hit.cost === 1) {
+      mark.append(svg("circle", { r: 4.5 }));
+    } else {
+      mark.append(
+        svg("circle", { r: 6.5 }),
+        svg("text", { "text-anchor": "middle", dy: "0.35em" }, String(hit.cost)),
+      );
+    }
+    return mark;
+  }
+
+  /**
+   * Keeps the picture moving while it changes: every frame, or once a second for readers
+   * who asked for less motion. Idle, hidden or off-screen elements ask for nothing.
+   */
+  #schedule() {
+    if (
+      this.#cancelScheduled ||
+      !this.#changing ||
+      !this.#limiter ||
+      !this.isConnected ||
+      !this.#onScreen
+    )
+      return;
+    const tick = () => {
+      this.#cancelScheduled = null;
+      if (!this.#limiter) return;
+      this.#renderNow();
+      this.#schedule();
+    };
+    if (reducedMotion?.matches) {
+      const timer = setTimeout(tick, 1000);
+      this.#cancelScheduled = () => clearTimeout(timer);
+    } else {
+      const frame = requestAnimationFrame(tick);
+      this.#cancelScheduled = () => cancelAnimationFrame(frame);
+    }
+  }
+
+  #stop() {
+    this.#cancelScheduled?.();
+    this.#cancelScheduled = null;
+  }
+}
+
+RateLimitDemo.define();
