@@ -86,10 +86,10 @@ impl FromStr for Limit {
             tokens: tokens.to_string(),
         })?;
 
-        let digits_end = window
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(window.len());
-        let (count, unit) = window.split_at(digits_end);
+        // Split off the leading digits without byte indexing, which would bring a panic path
+        // (and its formatting code) into the WebAssembly build.
+        let unit = window.trim_start_matches(|c: char| c.is_ascii_digit());
+        let count = window.strip_suffix(unit).unwrap_or_default();
         if count.is_empty() {
             return Err(LimitError::BadWindow {
                 text: owned(),

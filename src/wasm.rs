@@ -28,6 +28,11 @@ const MAX_SAFE_INTEGER_TEXT: &str = "9007199254740991";
 /// How to build a limiter, for error messages.
 const OPTIONS_FORM: &str = r#"pass { limit: "6/8s", algorithm: "floating" }"#;
 
+// Talc instead of Rust's default dlmalloc: a drop-in allocator for single-threaded wasm that
+// makes the module 2.2 kB smaller gzipped (24.9 → 22.7 kB, measured with `make size`).
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 #[wasm_bindgen]
 extern "C" {
     /// The page's clock (or Node's): milliseconds since the page started.

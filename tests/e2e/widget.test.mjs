@@ -348,4 +348,25 @@ describe("the page stays quiet", () => {
     await page.clock.runFor(5_000);
     assert.equal(await frames(), settled, "no frames once nothing changes");
   });
+
+  it("keeps the numbers live once a second, without animation frames, for reduced motion", async () => {
+    const { page } = await openWith(`<rate-limit-demo limit="6/8s"></rate-limit-demo>`, {
+      clock: true,
+      reducedMotion: "reduce",
+    });
+    await page.clock.pauseAt(START + 7_000);
+    await page.evaluate(() => {
+      window.__frames = 0;
+      const original = window.requestAnimationFrame.bind(window);
+      window.requestAnimationFrame = (callback) => {
+        window.__frames++;
+        return original(callback);
+      };
+    });
+    for (let n = 0; n < 6; n++) await press(page);
+    // Two seconds into the next window, the six tokens have slid out by a quarter.
+    await page.clock.runFor(3_000);
+    assert.equal((await shownFormula(page)).used, "4.50");
+    assert.equal(await page.evaluate(() => window.__frames), 0);
+  });
 });
