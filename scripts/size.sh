@@ -6,7 +6,7 @@ total=0
 printf '%-32s %10s %12s\n' file bytes "gzip -9"
 for file in "$@"; do
     raw=$(wc -c < "$file")
-    packed=$(gzip -9c "$file" | wc -c)
+    packed=$(gzip -9 < "$file" | wc -c)  # from stdin: no file name in the header
     total=$((total + packed))
     printf '%-32s %10d %12d\n' "$file" "$raw" "$packed"
 done

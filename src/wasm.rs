@@ -103,7 +103,7 @@ fn number_or_null(value: Option<f64>) -> JsValue {
     value.map_or(JsValue::NULL, JsValue::from_f64)
 }
 
-/// A decision as JS sees it: a plain object whose fields are listed in `to_js`'s table.
+/// A decision as JS sees it: a plain object with the fields in the table below.
 /// Fields that do not apply are `null`, never missing.
 fn to_js(decision: &Decision) -> JsValue {
     let counters = decision.counters;
