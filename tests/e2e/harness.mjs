@@ -140,3 +140,21 @@ export function partText(page, selector, part) {
     [selector, part],
   );
 }
+
+/**
+ * How many animation frames the page has asked for since the first call, which starts the
+ * count by wrapping `requestAnimationFrame` (the element looks it up on every call).
+ */
+export function framesRequested(page) {
+  return page.evaluate(() => {
+    if (!window.__frames) {
+      window.__frames = { count: 0 };
+      const original = window.requestAnimationFrame.bind(window);
+      window.requestAnimationFrame = (callback) => {
+        window.__frames.count++;
+        return original(callback);
+      };
+    }
+    return window.__frames.count;
+  });
+}

@@ -4,7 +4,16 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { collectEvents, events, open, pageWith, partText, start, whenReady } from "./harness.mjs";
+import {
+  collectEvents,
+  events,
+  framesRequested,
+  open,
+  pageWith,
+  partText,
+  start,
+  whenReady,
+} from "./harness.mjs";
 
 let session;
 before(async () => {
@@ -126,7 +135,7 @@ describe("a reader pressing Hit", () => {
     await page.clock.runFor(1);
     const again = await press(page);
     assert.equal(again.allowed, true);
-    assert.equal(await partText(page, "rate-limit-demo", "answer").then((text) => /200 OK/.test(text)), true);
+    assert.match(await partText(page, "rate-limit-demo", "answer"), /200 OK/);
     assert.deepEqual(problems, []);
   });
 
@@ -321,19 +330,7 @@ describe("the page stays quiet", () => {
   it("asks for no animation frames while idle, and stops once the tokens are back", async () => {
     const { page } = await openWith(`<rate-limit-demo limit="2/1s"></rate-limit-demo>`, { clock: true });
     await page.clock.pauseAt(START + 100);
-    const frames = () =>
-      page.evaluate(() => {
-        // Counted by wrapping requestAnimationFrame once; every later call goes through it.
-        if (!window.__frames) {
-          window.__frames = { count: 0 };
-          const original = window.requestAnimationFrame.bind(window);
-          window.requestAnimationFrame = (callback) => {
-            window.__frames.count++;
-            return original(callback);
-          };
-        }
-        return window.__frames.count;
-      });
+    const frames = () => framesRequested(page);
     await frames();
     await page.clock.runFor(2_000);
     assert.equal(await frames(), 0, "no frames before any hit");
@@ -355,18 +352,11 @@ describe("the page stays quiet", () => {
       reducedMotion: "reduce",
     });
     await page.clock.pauseAt(START + 7_000);
-    await page.evaluate(() => {
-      window.__frames = 0;
-      const original = window.requestAnimationFrame.bind(window);
-      window.requestAnimationFrame = (callback) => {
-        window.__frames++;
-        return original(callback);
-      };
-    });
+    await framesRequested(page);
     for (let n = 0; n < 6; n++) await press(page);
     // Two seconds into the next window, the six tokens have slid out by a quarter.
     await page.clock.runFor(3_000);
     assert.equal((await shownFormula(page)).used, "4.50");
-    assert.equal(await page.evaluate(() => window.__frames), 0);
+    assert.equal(await framesRequested(page), 0);
   });
 });
