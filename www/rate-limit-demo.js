@@ -430,9 +430,8 @@ export class RateLimitDemo extends HTMLElement {
     this.#limiter = null;
     this.#history = [];
 
-    const costs = this.getAttribute("costs");
-    const limit = this.getAttribute("limit") ?? DEFAULT_LIMIT;
-    const algorithm = this.getAttribute("algorithm") ?? DEFAULT_ALGORITHM;
+    const { costs, limit, algorithm } = this;
+    // The raw text, not the `cost` property: a bad value must be shown, not replaced by 1.
     const costText = this.getAttribute("cost");
     let limiter;
     try {
