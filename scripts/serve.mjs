@@ -35,18 +35,19 @@ function fileFor(root, urlPath) {
   return file === root || file.startsWith(root + sep) ? file : null;
 }
 
-async function respond(root, request, response) {
+async function respond(root, headers, request, response) {
   let file = fileFor(root, request.url ?? "/");
   if (file && (await stat(file).catch(() => null))?.isDirectory()) {
     file = join(file, "index.html");
   }
   const body = file && (await readFile(file).catch(() => null));
   if (!body || (request.method !== "GET" && request.method !== "HEAD")) {
-    response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+    response.writeHead(404, { ...headers, "content-type": "text/plain; charset=utf-8" });
     response.end(`not found: ${request.url}\n`);
     return;
   }
   response.writeHead(200, {
+    ...headers,
     "content-type": TYPES[extname(file)] ?? "application/octet-stream",
     "content-length": body.length,
     "cache-control": "no-cache",
@@ -58,12 +59,14 @@ async function respond(root, request, response) {
 /**
  * Serves `root` on 127.0.0.1:`port` (0 picks a free port). Resolves to `{ url, close }`.
  * A port in use is tried again one higher, up to 20 times, unless `port` is 0.
+ * `headers` (names in lower case) go on every response, as a host adds a
+ * Content-Security-Policy; the type and length of the file win over any given here.
  */
-export async function serve(root, port = 0) {
+export async function serve(root, port = 0, { headers = {} } = {}) {
   const absoluteRoot = resolve(root);
   for (let attempt = 0; ; attempt++) {
     const server = createServer((request, response) => {
-      respond(absoluteRoot, request, response).catch((error) => {
+      respond(absoluteRoot, headers, request, response).catch((error) => {
         response.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
         response.end(`${error.message}\n`);
       });

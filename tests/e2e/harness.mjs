@@ -28,13 +28,14 @@ const CHROMIUM_ARGS = [
 
 /**
  * Starts the server and the browser. Returns a session for `open`; `session.close()` stops
- * both and removes the browser's temporary folders.
+ * both and removes the browser's temporary folders. `headers` go on every response the
+ * server sends, such as a Content-Security-Policy.
  */
-export async function start() {
+export async function start({ headers } = {}) {
   await mkdir(ARTIFACTS, { recursive: true });
   // Chromium leaves org.chromium.Chromium.* folders in TMPDIR: keep them in our scratch.
   const scratch = await mkdtemp(join(tmpdir(), "trickle-e2e-"));
-  const server = await serve(join(REPO, "www"));
+  const server = await serve(join(REPO, "www"), 0, { headers });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     args: CHROMIUM_ARGS,
@@ -62,14 +63,20 @@ export async function start() {
  * - `clock`: install Playwright's fake clock at 0, so that time, timers and animation frames
  *   move only when the test says so;
  * - `blockWasm`: make every request for the wasm fail;
- * - `colorScheme`, `reducedMotion`: the reader's preferences.
+ * - `routes`: more `[url pattern, handler]` pairs for `context.route`, such as a wasm that
+ *   answers 404 or garbage;
+ * - `initScript`: a function run in the page before any of its own scripts;
+ * - `colorScheme`, `reducedMotion`, `forcedColors`: the reader's preferences (`forcedColors:
+ *   "active"` renders with a forced palette, as Windows High Contrast does).
  */
 export async function open(session, options = {}) {
-  const { path = "", html, clock = false, blockWasm = false, colorScheme, reducedMotion } = options;
+  const { path = "", html, clock = false, blockWasm = false, routes = [], initScript } = options;
+  const { colorScheme, reducedMotion, forcedColors } = options;
   const context = await session.browser.newContext({
     viewport: { width: 900, height: 900 },
     colorScheme,
     reducedMotion,
+    forcedColors,
   });
   const address = new URL(path, session.url).href;
   if (html !== undefined) {
@@ -78,6 +85,8 @@ export async function open(session, options = {}) {
     );
   }
   if (blockWasm) await context.route("**/*.wasm", (route) => route.abort());
+  for (const [pattern, handler] of routes) await context.route(pattern, handler);
+  if (initScript) await context.addInitScript(initScript);
   const page = await context.newPage();
   const problems = [];
   page.on("console", (message) => {
@@ -157,4 +166,18 @@ export function framesRequested(page) {
     }
     return window.__frames.count;
   });
+}
+
+/**
+ * The page's JS heap in bytes once a full garbage collection has run, as DevTools reports
+ * it: what the page still holds, not garbage that has yet to be collected.
+ */
+export async function heapAfterGC(page) {
+  const devtools = await page.context().newCDPSession(page);
+  try {
+    await devtools.send("HeapProfiler.collectGarbage");
+    return (await devtools.send("Runtime.getHeapUsage")).usedSize;
+  } finally {
+    await devtools.detach();
+  }
 }

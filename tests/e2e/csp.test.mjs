@@ -1,0 +1,75 @@
+// The docs page under the strict Content-Security-Policy the README tells embedding sites to
+// use: no inline script or style, nothing from other origins, WebAssembly allowed. The widget
+// must work with no violation reported, by the page's own `securitypolicyviolation` events
+// or by the console.
+
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { open, start, whenReady } from "./harness.mjs";
+
+const POLICY = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
+
+/** A window boundary of 6/8s, late enough that the page has loaded on the fake clock. */
+const START = 24_000;
+
+let session;
+before(async () => {
+  session = await start({ headers: { "content-security-policy": POLICY } });
+});
+after(() => session?.close());
+
+/** Runs in the page before its scripts: records every violation the browser reports. */
+function recordViolations() {
+  window.__violations = [];
+  document.addEventListener("securitypolicyviolation", (event) => {
+    window.__violations.push(`${event.violatedDirective} blocked ${event.blockedURI || "inline"}`);
+  });
+}
+
+const violations = (page) => page.evaluate(() => window.__violations);
+
+describe("under a strict Content-Security-Policy", () => {
+  it("the docs page loads, every widget works, and nothing is blocked", async () => {
+    const { page, problems } = await open(session, { clock: true, initScript: recordViolations });
+    const served = await page.evaluate(async () => (await fetch(location.href)).headers.get("content-security-policy"));
+    assert.equal(served, POLICY, "the page really is served with the policy");
+
+    const ready = await whenReady(page);
+    assert.ok(ready.length >= 2 && ready.every(Boolean), `every widget interactive: ${ready}`);
+
+    // A reader presses Hit until the 429, as in the README's example.
+    await page.clock.pauseAt(START);
+    const widget = page.locator('rate-limit-demo[limit="6/8s"]:not([costs])').first();
+    const hit = widget.locator('[part~="hit"]');
+    for (let n = 0; n < 6; n++) await hit.click();
+    assert.match(await widget.locator('[part~="answer"]').textContent(), /^200 OK/);
+    await hit.click();
+    assert.match(await widget.locator('[part~="answer"]').textContent(), /^429 Too Many Requests · Retry-After: 10\b/);
+    // The gauge's width is set through the CSSOM, which style-src 'self' allows.
+    assert.equal(await widget.locator('[part~="gauge"] .fill').evaluate((fill) => fill.style.width), "100%");
+    // Frames keep drawing the tokens coming back.
+    await page.clock.runFor(9_000);
+    assert.match(await widget.locator('[part~="used"]').textContent(), /^[0-9.]+$/);
+
+    const esi = page.locator('rate-limit-demo[costs="esi"]');
+    await esi.locator('[part~="hit"][data-status="404"]').click();
+    assert.match(await esi.locator('[part~="answer"]').textContent(), /^404 Not Found/);
+
+    assert.deepEqual(await violations(page), []);
+    assert.deepEqual(problems, []);
+
+    // The probe can fail: an inline script, which this policy forbids, is reported both ways.
+    await page.evaluate(() => {
+      const script = document.createElement("script");
+      script.textContent = "window.__inlineRan = true;";
+      document.head.append(script);
+    });
+    await page.waitForFunction(() => window.__violations.length > 0);
+    assert.deepEqual(await violations(page), ["script-src-elem blocked inline"]);
+    assert.equal(await page.evaluate(() => window.__inlineRan), undefined);
+    assert.ok(
+      problems.some((problem) => problem.includes("Content Security Policy")),
+      `the console reports it: ${problems}`,
+    );
+  });
+});
