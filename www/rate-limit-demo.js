@@ -20,6 +20,12 @@
  *   costs      "esi": one Hit button per response class, charged by ESI's table after
  *              answering (200 OK 2, 304 1, 404 5, 500 0; a 429 costs nothing). `cost` is
  *              ignored then.
+ *   compare    Compare mode: every Hit goes to several algorithms at the same instant, each
+ *              with its own bucket under the same limit, cost and costs, shown one row each
+ *              with the tokens it let in during the last W, and a count of the presses on
+ *              which the floating window disagreed with the exact sliding log. The bare
+ *              attribute compares all four; "floating sliding-log" picks two or more, in
+ *              that order. `algorithm` cannot be set with it.
  *   A value the element cannot use is explained, as text, in place of the widget; fixing
  *   the attribute brings the widget back. Any change starts a fresh, empty bucket.
  *
@@ -41,10 +47,16 @@
  *     used, limit (N), windowMs, remaining, retryAfterMs and retryAfter (null unless denied),
  *     t, and previous, current, overlap, elapsedMs (null unless floating). Under
  *     costs="esi", status is the answer sent and cost what it was charged (0 for a 429).
+ *     In compare mode, `detail` is { algorithms, decisions, t, presses, disagreement,
+ *     wronglyAllowed, wronglyLimited }: `decisions` maps each algorithm's name to its
+ *     decision as above; `disagreement` is "wrongly-allowed", "wrongly-limited" or null, and
+ *     the two counts are null unless both floating and sliding-log are compared.
  *
  * Parts: panel, error, heading, formula, previous, overlap, current (floating only), used,
  *   gauge, remaining, timeline, next, answer, hit (one per button; under costs="esi" each
- *   has data-status), reset, footnote.
+ *   has data-status), reset, footnote. In compare mode: comparison, row (one per algorithm,
+ *   with data-algorithm), used, admitted and response in each row, window, disagreements,
+ *   wrongly-allowed, wrongly-limited, presses, disagreement-note.
  *
  * CSS custom properties, set on the element or any ancestor (defaults in the CSS file):
  *   --rate-limit-demo-accent      buttons, the sliding window, the gauge
@@ -194,8 +206,388 @@ function parseWholeNumber(text) {
   return /^\s*\d+\s*$/.test(text) ? Number(text) : null;
 }
 
+/**
+ * The algorithms compare mode knows, in the order it shows them by default, and a few words
+ * on how each counts `used`.
+ */
+const COMPARED = {
+  floating: "estimate: previous × overlap + current",
+  "sliding-log": "exact: every request of the last W",
+  fixed: "starts again from 0 every W",
+  "token-bucket": "refills N every W, evenly",
+};
+const COMPARED_NAMES = Object.keys(COMPARED);
+
+/** The most tokens a limit can hold: the audit log below never denies, it only counts. */
+const MAX_TOKENS = "18446744073709551615";
+
+/**
+ * The algorithms a `compare` attribute names, in its order. The bare attribute (an empty
+ * value) means all four; names are separated by spaces or commas. Throws an Error that says
+ * what is allowed.
+ */
+function parseCompare(text) {
+  if (text === "") return COMPARED_NAMES;
+  const allowed = `name two or more of ${COMPARED_NAMES.join(", ")}, separated by spaces, or write compare with no value for all four`;
+  const names = text.split(/[\s,]+/).filter(Boolean);
+  if (names.length === 0) throw new Error(`compare="${text}" names no algorithm; ${allowed}`);
+  const unknown = names.find((name) => !Object.hasOwn(COMPARED, name));
+  if (unknown !== undefined) {
+    throw new Error(`compare="${text}": "${unknown}" is not an algorithm; ${allowed}`);
+  }
+  const twice = names.find((name, index) => names.indexOf(name) !== index);
+  if (twice !== undefined) {
+    throw new Error(`compare="${text}" names ${twice} twice; name each algorithm once`);
+  }
+  if (names.length === 1) {
+    throw new Error(
+      `compare="${text}" names one algorithm, and compare needs two or more; for one, write algorithm="${names[0]}" instead`,
+    );
+  }
+  return names;
+}
+
+/** Tokens as a reader checks them by hand: 6, 5.25, 5.625; never more than 3 decimals. */
+function formatTokens(amount) {
+  return String(Number(amount.toFixed(3)));
+}
+
+/**
+ * Compare mode: the same presses sent to several algorithms at once, each with its own
+ * limiter and the same limit, shown one row each. It also counts, for each algorithm, the
+ * tokens it actually let in during the last W (a burst on either side of a fixed window's
+ * boundary shows as twice the limit), and how often the floating window answered
+ * differently from the exact sliding log.
+ *
+ * Owned by the element, which gives it the clock reading and the status of each press and
+ * asks it to draw; `free()` releases the WebAssembly memory.
+ */
+class Comparison {
+  #core;
+  /** One per algorithm, in the order shown: `{ name, limiter, audit, cells }`. */
+  #rows;
+  #esi;
+  #cost;
+  #tokens;
+  #windowMs;
+  /** Whether both the floating window and the sliding log are shown, and so compared. */
+  #judged;
+  #presses = 0;
+  #wronglyAllowed = 0;
+  #wronglyLimited = 0;
+
+  #window;
+  #counts = {};
+  element;
+
+  /**
+   * `names` from parseCompare; `limit` as written. Throws the core's error for a bad limit,
+   * having freed whatever it had built.
+   */
+  constructor(core, names, limit, { cost, esi }) {
+    this.#rows = [];
+    try {
+      for (const name of names) {
+        const limiter = new core.Limiter({ limit, algorithm: name });
+        this.#rows.push({ name, limiter, audit: null, cells: null });
+      }
+      const { tokens, windowMs } = this.#rows[0].limiter;
+      // A sliding log that never denies: `record` every token an algorithm let in, and
+      // `peek(0).used` is exactly how many it let in during the last W.
+      for (const row of this.#rows) {
+        row.audit = new core.Limiter({ limit: `${MAX_TOKENS}/${windowMs}ms`, algorithm: "sliding-log" });
+      }
+      this.#tokens = tokens;
+      this.#windowMs = windowMs;
+    } catch (error) {
+      this.free();
+      throw error;
+    }
+    this.#core = core;
+    this.#esi = esi;
+    this.#cost = cost;
+    this.#judged = names.includes("floating") && names.includes("sliding-log");
+    this.element = this.#build();
+  }
+
+  get tokens() {
+    return this.#tokens;
+  }
+
+  get windowMs() {
+    return this.#windowMs;
+  }
+
+  get size() {
+    return this.#rows.length;
+  }
+
+  /** The limit as the core writes it, e.g. "6/8s". */
+  get limit() {
+    return this.#rows[0].limiter.limit;
+  }
+
+  free() {
+    for (const row of this.#rows) {
+      row.limiter.free();
+      row.audit?.free();
+    }
+    this.#rows = [];
+  }
+
+  reset() {
+    for (const row of this.#rows) {
+      row.limiter.reset();
+      row.audit.reset();
+      this.#showResponse(row, null);
+    }
+    this.#presses = this.#wronglyAllowed = this.#wronglyLimited = 0;
+    this.#showCounts();
+  }
+
+  /**
+   * Sends one request to every algorithm at the same instant `now`; under costs="esi",
+   * `status` is what the server answers when a limiter lets it through. Returns the event's
+   * detail: see the README's widget section.
+   */
+  hit(status, now) {
+    const decisions = {};
+    for (const row of this.#rows) {
+      const decision = Object.freeze(this.#decide(row.limiter, status, now));
+      if (decision.allowed && decision.cost > 0) row.audit.record(decision.cost, now);
+      decisions[row.name] = decision;
+      this.#showResponse(row, decision);
+    }
+    this.#presses++;
+    let disagreement = null;
+    if (this.#judged) {
+      const estimate = decisions.floating.allowed;
+      const truth = decisions["sliding-log"].allowed;
+      if (estimate && !truth) {
+        disagreement = "wrongly-allowed";
+        this.#wronglyAllowed++;
+      } else if (!estimate && truth) {
+        disagreement = "wrongly-limited";
+        this.#wronglyLimited++;
+      }
+      this.#showCounts();
+    }
+    return Object.freeze({
+      algorithms: this.#rows.map((row) => row.name),
+      decisions: Object.freeze(decisions),
+      t: decisions[this.#rows[0].name].t,
+      presses: this.#presses,
+      disagreement,
+      wronglyAllowed: this.#judged ? this.#wronglyAllowed : null,
+      wronglyLimited: this.#judged ? this.#wronglyLimited : null,
+    });
+  }
+
+  /**
+   * What the live region announces for a press: every algorithm's status, then what the
+   * disagreement, if any, means.
+   */
+  announce({ algorithms, decisions, disagreement }) {
+    const codes = algorithms.flatMap((name, index) => {
+      const { allowed, status } = decisions[name];
+      return [
+        index === 0 ? "" : " · ",
+        `${ALGORITHM_NAMES[name]} `,
+        html("span", { class: `code ${allowed ? "allowed" : "denied"}` }, String(status)),
+      ];
+    });
+    const allowed = algorithms.filter((name) => decisions[name].allowed);
+    const refused = algorithms.filter((name) => !decisions[name].allowed);
+    const names = (list) => list.map((name) => ALGORITHM_NAMES[name]).join(", ");
+    const explanation =
+      {
+        "wrongly-allowed":
+          "The floating window let in a request the exact log refused: wrongly allowed.",
+        "wrongly-limited":
+          "The floating window refused a request the exact log let in: wrongly limited.",
+      }[disagreement] ??
+      (allowed.length === 0 || refused.length === 0
+        ? "All agree."
+        : `Let in by the ${names(allowed)}; refused by the ${names(refused)}.`);
+    return [...codes, html("span", { class: "explanation" }, explanation)];
+  }
+
+  /** One algorithm's answer, as the single-algorithm element gives it. */
+  #decide(limiter, status, now) {
+    if (!this.#esi) return { ...limiter.hit(this.#cost, now) };
+    // As in the single widget: check that one token fits, answer, then charge by status.
+    const check = limiter.peek(this.#cost, now);
+    return check.allowed
+      ? { ...limiter.record(this.#core.esiCost(status), now), status }
+      : { ...check, status: 429, cost: 0 };
+  }
+
+  /** Draws every row as of `now`; returns whether anything still changes with time. */
+  render(now) {
+    let changing = false;
+    for (const row of this.#rows) {
+      const { used, remaining } = row.limiter.peek(0, now);
+      const admitted = row.audit.peek(0, now).used;
+      const { gauge, fill, used: usedText, admitted: admittedText, over } = row.cells;
+      usedText.textContent = formatTokens(used);
+      fill.style.width = `${Math.min(used / this.#tokens, 1) * 100}%`;
+      gauge.classList.toggle("full", remaining < this.#cost);
+      setAttributes(gauge, {
+        "aria-valuenow": String(Math.min(used, this.#tokens)),
+        "aria-valuetext": `${formatTokens(used)} of ${this.#tokens} tokens in use`,
+      });
+      admittedText.textContent = String(admitted);
+      // A multiple of the limit, so that the double burst reads as such.
+      const times = admitted / this.#tokens;
+      over.textContent = admitted > this.#tokens ? `${formatTokens(times)}× the limit` : "";
+      row.cells.row.classList.toggle("over", admitted > this.#tokens);
+      changing ||= used > 0 || admitted > 0;
+    }
+    this.#showWindow(now, changing);
+    return changing;
+  }
+
+  /**
+   * Where the clock is in the fixed windows, so that a reader can time a burst at the end of
+   * one and the start of the next. Live only while something changes: an idle widget asks
+   * for no frames.
+   */
+  #showWindow(now, changing) {
+    if (!this.#window) return;
+    const windowText = formatWindow(this.#windowMs);
+    if (!changing) {
+      this.#window.textContent = `Fixed windows start every ${windowText}, on the clock.`;
+      return;
+    }
+    const elapsed = Math.floor(now) % this.#windowMs;
+    this.#window.textContent = `This ${windowText} fixed window: ${(Math.floor(elapsed / 100) / 10).toFixed(1)} s in · the next starts in ${formatWait(this.#windowMs - elapsed)}`;
+  }
+
+  #showCounts() {
+    if (!this.#judged) return;
+    this.#counts.allowed.textContent = String(this.#wronglyAllowed);
+    this.#counts.limited.textContent = String(this.#wronglyLimited);
+    this.#counts.presses.textContent = `${this.#presses} press${this.#presses === 1 ? "" : "es"}`;
+  }
+
+  /** The row's answer to the last press: the status, and Retry-After on a 429. */
+  #showResponse(row, decision) {
+    const cell = row.cells.response;
+    if (!decision) {
+      cell.replaceChildren(html("span", { class: "hint" }, "–"));
+      return;
+    }
+    const code = html(
+      "span",
+      { class: `code ${decision.allowed ? "allowed" : "denied"}` },
+      String(decision.status),
+    );
+    const children = [code];
+    if (decision.retryAfter !== null) {
+      children.push(" ", html("span", { class: "retry" }, `Retry-After: ${decision.retryAfter}`));
+    }
+    cell.replaceChildren(...children);
+  }
+
+  #build() {
+    const tokens = this.#tokens;
+    const windowText = formatWindow(this.#windowMs);
+    const head = html(
+      "tr",
+      {},
+      ...["algorithm", "in use", `let in, last ${windowText}`, "this press"].map((label) =>
+        html("th", { scope: "col" }, label),
+      ),
+    );
+    const body = html("tbody");
+    for (const row of this.#rows) {
+      const label = ALGORITHM_NAMES[row.name];
+      const fill = html("div", { class: "fill" });
+      const gauge = html(
+        "div",
+        {
+          class: "gauge",
+          role: "meter",
+          "aria-label": `${label}: tokens in use`,
+          "aria-valuemin": "0",
+          "aria-valuemax": String(tokens),
+        },
+        fill,
+      );
+      gauge.style.setProperty("--tokens", String(tokens));
+      gauge.classList.toggle("segmented", tokens <= 30);
+      const cells = {
+        gauge,
+        fill,
+        used: html("span", { part: "used", class: "number" }),
+        admitted: html("span", { part: "admitted", class: "number" }),
+        over: html("span", { class: "over-note" }),
+        response: html("td", { part: "response", class: "response" }),
+      };
+      const note = COMPARED[row.name]
+        .replace(/\bW\b/g, windowText)
+        .replace(/\bN\b/g, String(tokens));
+      cells.row = html(
+        "tr",
+        { part: "row", "data-algorithm": row.name },
+        html(
+          "th",
+          { scope: "row" },
+          html("span", { class: "algorithm" }, label),
+          html("span", { class: "algorithm-note" }, note),
+        ),
+        html("td", { class: "in-use" }, gauge, cells.used, html("span", { class: "of" }, ` of ${tokens}`)),
+        html("td", { class: "admitted" }, cells.admitted, " ", cells.over),
+        cells.response,
+      );
+      row.cells = cells;
+      this.#showResponse(row, null);
+      body.append(cells.row);
+    }
+
+    const caption = html(
+      "caption",
+      {},
+      `Each Hit goes to every algorithm at the same instant. “Let in” counts the tokens each one allowed in the last ${windowText}: above ${tokens}, a burst got through.`,
+    );
+    const parts = [
+      html("table", { class: "comparison" }, caption, html("thead", {}, head), body),
+    ];
+    if (this.#rows.some((row) => row.name === "fixed" || row.name === "floating")) {
+      this.#window = html("p", { part: "window", class: "window" });
+      parts.push(this.#window);
+    }
+    if (this.#judged) {
+      this.#counts = {
+        allowed: html("strong", { part: "wrongly-allowed" }),
+        limited: html("strong", { part: "wrongly-limited" }),
+        presses: html("span", { part: "presses" }),
+      };
+      parts.push(
+        html(
+          "p",
+          { part: "disagreements", class: "disagreements" },
+          "Floating window against the exact log: ",
+          this.#counts.allowed,
+          " wrongly allowed · ",
+          this.#counts.limited,
+          " wrongly limited, in ",
+          this.#counts.presses,
+        ),
+        html(
+          "p",
+          { part: "disagreement-note", class: "disagreement-note" },
+          `A disagreement is a press the floating window answered differently from the sliding log, which knows when each request of the last ${windowText} was made. The floating window assumes the previous window's requests were spread evenly across it: if they came late, it lets a request in too soon (wrongly allowed); if they came early, it refuses one the log would take (wrongly limited).`,
+        ),
+      );
+      this.#showCounts();
+    }
+    return html("div", { part: "comparison", class: "compare" }, ...parts);
+  }
+}
+
 export class RateLimitDemo extends HTMLElement {
-  static observedAttributes = ["limit", "algorithm", "cost", "costs"];
+  static observedAttributes = ["limit", "algorithm", "cost", "costs", "compare"];
 
   /** Registers the element. A docs page may load this script twice; the second copy must not throw. */
   static define(tag = "rate-limit-demo", registry = customElements) {
@@ -205,6 +597,8 @@ export class RateLimitDemo extends HTMLElement {
 
   #core = null;
   #limiter = null;
+  /** In compare mode, the algorithms side by side; then #limiter is null. */
+  #comparison = null;
   #esi = false;
   /** Tokens one Hit spends; under costs="esi", what the check before answering asks for. */
   #cost = DEFAULT_COST;
@@ -221,6 +615,8 @@ export class RateLimitDemo extends HTMLElement {
   #error;
   #panel;
   #heading;
+  /** What only the single-algorithm widget shows: the formula, gauge, timeline, next. */
+  #single;
   #formula;
   #numbers = {};
   #gauge;
@@ -286,10 +682,14 @@ export class RateLimitDemo extends HTMLElement {
       "div",
       { part: "panel", class: "panel", hidden: "" },
       this.#heading,
-      this.#formula,
-      html("div", { class: "meter" }, this.#gauge, this.#remaining),
-      this.#timeline,
-      this.#next,
+      (this.#single = html(
+        "div",
+        { class: "single" },
+        this.#formula,
+        html("div", { class: "meter" }, this.#gauge, this.#remaining),
+        this.#timeline,
+        this.#next,
+      )),
       html("div", { class: "controls" }, this.#buttons, reset),
       this.#answer,
       html("p", { part: "footnote", class: "footnote" }, FOOTNOTE),
@@ -330,6 +730,19 @@ export class RateLimitDemo extends HTMLElement {
     this.#reflect("costs", value);
   }
 
+  /** The attribute as written; "" (the bare attribute) compares all four, null none. */
+  get compare() {
+    return this.getAttribute("compare");
+  }
+  set compare(value) {
+    this.#reflect("compare", value);
+  }
+
+  /** True while the element shows a working widget, of either kind. */
+  get #live() {
+    return this.#limiter !== null || this.#comparison !== null;
+  }
+
   connectedCallback() {
     // A page may set properties before this module has loaded; they then sit on the
     // instance and hide the accessors. Pass them through so that they become attributes.
@@ -342,7 +755,7 @@ export class RateLimitDemo extends HTMLElement {
     }
     this.#visibility.observe(this);
     this.#resize.observe(this.#timeline);
-    if (this.#limiter) {
+    if (this.#live) {
       // Time went on while the element was away from the page.
       this.#renderNow();
       this.#schedule();
@@ -362,6 +775,7 @@ export class RateLimitDemo extends HTMLElement {
 
   /** Sends one request; see the header comment. */
   hit(status) {
+    if (this.#comparison) return this.#hitAll(status);
     if (!this.#limiter) return null;
     const now = performance.now();
     let detail;
@@ -390,8 +804,33 @@ export class RateLimitDemo extends HTMLElement {
     return detail;
   }
 
+  /**
+   * Compare mode's hit: one clock reading for every algorithm, one event carrying each
+   * one's decision.
+   */
+  #hitAll(status) {
+    // Under costs="esi" the status comes first, so that one ESI has no price for throws
+    // before any algorithm is charged.
+    const answered = this.#esi ? Number(status ?? 200) : undefined;
+    if (this.#esi) this.#core.esiCost(answered);
+    const detail = this.#comparison.hit(answered, performance.now());
+    this.#changing = this.#comparison.render(detail.t);
+    this.#answer.replaceChildren(...this.#comparison.announce(detail));
+    this.dispatchEvent(
+      new CustomEvent("rate-limit-decision", { bubbles: true, composed: true, detail }),
+    );
+    this.#schedule();
+    return detail;
+  }
+
   /** Empties the bucket and the timeline. */
   reset() {
+    if (this.#comparison) {
+      this.#comparison.reset();
+      this.#showHint();
+      this.#renderNow();
+      return;
+    }
     if (!this.#limiter) return;
     this.#limiter.reset();
     this.#history = [];
@@ -410,11 +849,11 @@ export class RateLimitDemo extends HTMLElement {
       return false;
     }
     this.#rebuild();
-    if (this.#limiter && !markedReady) {
+    if (this.#live && !markedReady) {
       markedReady = true;
       performance.mark("rate-limit-demo:ready");
     }
-    return this.#limiter !== null;
+    return this.#live;
   }
 
   #reflect(name, value) {
@@ -428,7 +867,14 @@ export class RateLimitDemo extends HTMLElement {
     this.#stop();
     this.#limiter?.free();
     this.#limiter = null;
+    this.#comparison?.free();
+    this.#comparison?.element.remove();
+    this.#comparison = null;
     this.#history = [];
+    if (this.compare !== null) {
+      this.#rebuildComparison();
+      return;
+    }
 
     const { costs, limit, algorithm } = this;
     // The raw text, not the `cost` property: a bad value must be shown, not replaced by 1.
@@ -459,10 +905,61 @@ export class RateLimitDemo extends HTMLElement {
     this.#limiter = limiter;
     this.#esi = esi;
     this.#cost = cost;
+    this.#single.hidden = false;
     this.#buildHeading();
     this.#buildFormula();
     this.#buildButtons();
     this.#buildTimeline();
+    this.#showHint();
+    this.#loading.hidden = true;
+    this.#error.hidden = true;
+    this.#panel.hidden = false;
+    this.#renderNow();
+    this.#schedule();
+  }
+
+  /**
+   * Compare mode: the algorithms `compare` names, side by side, under the same `limit`,
+   * `cost` and `costs`. `algorithm` would contradict it, so the two together are an error.
+   */
+  #rebuildComparison() {
+    const { costs, limit } = this;
+    const costText = this.getAttribute("cost");
+    const algorithmText = this.getAttribute("algorithm");
+    let comparison;
+    try {
+      if (algorithmText !== null) {
+        throw new Error(
+          `algorithm="${algorithmText}" cannot be used with compare, which picks the algorithms: leave algorithm out and name them in compare, e.g. compare="floating sliding-log"`,
+        );
+      }
+      if (costs !== null && costs !== "esi") {
+        throw new Error(
+          `costs "${costs}" is not allowed: use costs="esi" or leave the attribute out`,
+        );
+      }
+      const names = parseCompare(this.compare);
+      const esi = costs === "esi";
+      const cost = esi ? 1 : costText === null ? DEFAULT_COST : parseWholeNumber(costText);
+      comparison = new Comparison(this.#core, names, limit, { cost, esi });
+      if (cost === null || cost > comparison.tokens) {
+        const tokens = comparison.tokens;
+        comparison.free();
+        throw new Error(
+          `cost "${costText}" is not allowed: use a whole number of tokens from 0 to ${tokens}`,
+        );
+      }
+      this.#esi = esi;
+      this.#cost = cost;
+    } catch (error) {
+      this.#showError(String(error?.message ?? error));
+      return;
+    }
+    this.#comparison = comparison;
+    this.#single.hidden = true;
+    this.#single.after(comparison.element);
+    this.#buildHeading();
+    this.#buildButtons();
     this.#showHint();
     this.#loading.hidden = true;
     this.#error.hidden = true;
@@ -482,14 +979,17 @@ export class RateLimitDemo extends HTMLElement {
   }
 
   #buildHeading() {
-    const { tokens, windowMs, algorithm, limit } = this.#limiter;
+    const { tokens, windowMs, limit } = this.#limiter ?? this.#comparison;
     // With costs that vary, a token is no longer a request.
     const unit = this.#esi || this.#cost !== 1 ? "token" : "request";
     const perRequest =
       this.#esi || this.#cost === 1 ? "" : ` · each request costs ${count(this.#cost, "token")}`;
+    const what = this.#comparison
+      ? `${this.#comparison.size} algorithms side by side`
+      : ALGORITHM_NAMES[this.#limiter.algorithm];
     this.#heading.replaceChildren(
       html("strong", {}, `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
-      ` · ${ALGORITHM_NAMES[algorithm]}${perRequest} `,
+      ` · ${what}${perRequest} `,
       html("code", { class: "limit-code" }, limit),
     );
   }
@@ -654,7 +1154,9 @@ export class RateLimitDemo extends HTMLElement {
   #showHint() {
     const hint = this.#esi
       ? "Press a Hit button to send a request; ESI charges for the answer after sending it."
-      : "Press Hit to send a request.";
+      : this.#comparison
+        ? "Press Hit to send one request to every algorithm at the same instant."
+        : "Press Hit to send a request.";
     this.#answer.replaceChildren(html("span", { class: "hint" }, hint));
   }
 
@@ -695,6 +1197,10 @@ export class RateLimitDemo extends HTMLElement {
   }
 
   #renderNow() {
+    if (this.#comparison) {
+      this.#changing = this.#comparison.render(performance.now());
+      return;
+    }
     this.#render(this.#limiter.peek(0, performance.now()));
   }
 
@@ -872,14 +1378,14 @@ export class RateLimitDemo extends HTMLElement {
     if (
       this.#cancelScheduled ||
       !this.#changing ||
-      !this.#limiter ||
+      !this.#live ||
       !this.isConnected ||
       !this.#onScreen
     )
       return;
     const tick = () => {
       this.#cancelScheduled = null;
-      if (!this.#limiter) return;
+      if (!this.#live) return;
       this.#renderNow();
       this.#schedule();
     };
