@@ -55,7 +55,7 @@
  * Parts: panel, error, heading, formula, previous, overlap, current (floating only), used,
  *   gauge, remaining, timeline, next, answer, hit (one per button; under costs="esi" each
  *   has data-status), reset, footnote. In compare mode: comparison, row (one per algorithm,
- *   with data-algorithm), used, admitted and response in each row, window, disagreements,
+ *   with data-algorithm), used, admitted, over and response in each row, window, disagreements,
  *   wrongly-allowed, wrongly-limited, presses, disagreement-note.
  *
  * CSS custom properties, set on the element or any ancestor (defaults in the CSS file):
@@ -437,14 +437,24 @@ class Comparison {
         "aria-valuetext": `${formatTokens(used)} of ${this.#tokens} tokens in use`,
       });
       admittedText.textContent = String(admitted);
-      // A multiple of the limit, so that the double burst reads as such.
-      const times = admitted / this.#tokens;
-      over.textContent = admitted > this.#tokens ? `${formatTokens(times)}× the limit` : "";
+      over.textContent = this.#overLimit(admitted);
       row.cells.row.classList.toggle("over", admitted > this.#tokens);
       changing ||= used > 0 || admitted > 0;
     }
     this.#showWindow(now, changing);
     return changing;
+  }
+
+  /**
+   * How far past the limit an algorithm let tokens in within one W; empty when it held. A
+   * whole multiple reads as one ("2× the limit": the fixed window's double burst).
+   */
+  #overLimit(admitted) {
+    if (admitted <= this.#tokens) return "";
+    const times = admitted / this.#tokens;
+    return Number.isInteger(times)
+      ? `${times}× the limit`
+      : `${admitted - this.#tokens} over the limit`;
   }
 
   /**
@@ -521,7 +531,7 @@ class Comparison {
         fill,
         used: html("span", { part: "used", class: "number" }),
         admitted: html("span", { part: "admitted", class: "number" }),
-        over: html("span", { class: "over-note" }),
+        over: html("span", { part: "over", class: "over-note" }),
         response: html("td", { part: "response", class: "response" }),
       };
       const note = COMPARED[row.name]
