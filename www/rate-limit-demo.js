@@ -145,7 +145,16 @@ let markedReady = false;
 function loadCore() {
   corePromise ??= Promise.all([import(GLUE_URL.href), fetch(WASM_URL)]).then(
     async ([glue, wasm]) => {
-      await glue.default({ module_or_path: wasm });
+      try {
+        await glue.default({ module_or_path: wasm });
+      } catch (error) {
+        if (!(error instanceof WebAssembly.CompileError)) throw error;
+        // The browser names the bytes it expected, not the file or what came instead.
+        const type = wasm.headers.get("content-type") ?? "no content type";
+        throw new Error(
+          `${WASM_URL.pathname} is not a WebAssembly module (the server sent ${type}): ${error.message}`,
+        );
+      }
       return glue;
     },
   );
