@@ -123,7 +123,10 @@ const TIMELINE = {
 };
 /** Hits closer than this many pixels on the timeline go in the next lane up. */
 const MARK_SPACING = 15;
-/** A key held down on Hit sends dozens of requests a second; the timeline draws the latest. */
+/**
+ * A key held down on Hit sends dozens of requests a second; the timeline keeps and draws the
+ * latest, so that a widget left pressed all day holds no more than this.
+ */
 const MAX_MARKS = 200;
 /** Used before the first ResizeObserver report, and while the element has no width. */
 const FALLBACK_WIDTH = 480;
@@ -286,6 +289,8 @@ class Comparison {
   #wronglyLimited = 0;
 
   #window;
+  /** A bar that fills over each fixed window, moved by CSS alone so that idle costs nothing. */
+  #windowProgress;
   #counts = {};
   element;
 
@@ -468,17 +473,19 @@ class Comparison {
 
   /**
    * Where the clock is in the fixed windows, so that a reader can time a burst at the end of
-   * one and the start of the next. Live only while something changes: an idle widget asks
-   * for no frames.
+   * one and the start of the next. The bar is a CSS animation, set to the clock here and
+   * then left running, so that it shows the windows passing even while the widget asks for
+   * no frames; the countdown in words is live only while something changes.
    */
   #showWindow(now, changing) {
     if (!this.#window) return;
     const windowText = formatWindow(this.#windowMs);
+    const elapsed = Math.floor(now) % this.#windowMs;
+    this.#windowProgress.style.animationDelay = `-${elapsed}ms`;
     if (!changing) {
-      this.#window.textContent = `Fixed windows start every ${windowText}, on the clock.`;
+      this.#window.textContent = `Fixed windows start every ${windowText}; the bar fills over each one.`;
       return;
     }
-    const elapsed = Math.floor(now) % this.#windowMs;
     this.#window.textContent = `This ${windowText} fixed window: ${(Math.floor(elapsed / 100) / 10).toFixed(1)} s in · the next starts in ${formatWait(this.#windowMs - elapsed)}`;
   }
 
@@ -574,7 +581,11 @@ class Comparison {
     ];
     if (this.#rows.some((row) => row.name === "fixed" || row.name === "floating")) {
       this.#window = html("p", { part: "window", class: "window" });
-      parts.push(this.#window);
+      this.#windowProgress = html("div", { class: "window-progress" });
+      this.#windowProgress.style.animationDuration = `${this.#windowMs}ms`;
+      // Decorative: the line under it says the same in words.
+      const bar = html("div", { class: "window-bar", "aria-hidden": "true" }, this.#windowProgress);
+      parts.push(bar, this.#window);
     }
     if (this.#judged) {
       this.#counts = {
@@ -623,6 +634,12 @@ export class RateLimitDemo extends HTMLElement {
   #cost = DEFAULT_COST;
   /** Requests still on the timeline, oldest first: `{ t, cost, allowed, lane }`. */
   #history = [];
+  /**
+   * Tokens charged in the last fixed windows, by window number (t / W), counted as requests
+   * come: the fixed window reports only this window's count, and the timeline, which keeps
+   * at most MAX_MARKS requests, may no longer hold all of the previous one's.
+   */
+  #spentByWindow = new Map();
   /** True while the picture changes with time: tokens in use, or hits still sliding left. */
   #changing = false;
   #onScreen = true;
@@ -853,6 +870,7 @@ export class RateLimitDemo extends HTMLElement {
     if (!this.#limiter) return;
     this.#limiter.reset();
     this.#history = [];
+    this.#spentByWindow.clear();
     this.#showHint();
     this.#renderNow();
   }
@@ -890,6 +908,7 @@ export class RateLimitDemo extends HTMLElement {
     this.#comparison?.element.remove();
     this.#comparison = null;
     this.#history = [];
+    this.#spentByWindow.clear();
     if (this.compare !== null) {
       this.#rebuildComparison();
       return;
@@ -1213,6 +1232,15 @@ export class RateLimitDemo extends HTMLElement {
     const last = this.#history.at(-1);
     const lane = last && detail.t - last.t < closeMs ? (last.lane + 1) % TIMELINE.lanes : 0;
     this.#history.push({ t: detail.t, cost: detail.cost, allowed: detail.allowed, lane });
+    if (this.#history.length > MAX_MARKS) this.#history.shift();
+    if (detail.allowed && detail.cost > 0) {
+      const number = Math.floor(detail.t / windowMs);
+      this.#spentByWindow.set(number, (this.#spentByWindow.get(number) ?? 0) + detail.cost);
+      // Only this window and the one before are ever shown.
+      for (const old of this.#spentByWindow.keys()) {
+        if (old < number - 1) this.#spentByWindow.delete(old);
+      }
+    }
   }
 
   #renderNow() {
@@ -1302,11 +1330,10 @@ export class RateLimitDemo extends HTMLElement {
       const currentStart = now - (decision.elapsedMs ?? now % windowMs);
       const previousStart = currentStart - windowMs;
       // Only the floating window reports its counters. For the fixed window, `used` is this
-      // window's count, and the previous one is summed from the requests on the timeline
-      // (all of them: the timeline keeps every request of the last 2W).
+      // window's count, and the previous one's was counted as its requests came.
       const fixed = decision.previous === null;
       const [previous, current] = fixed
-        ? [this.#spentBetween(previousStart, currentStart), decision.used]
+        ? [this.#spentByWindow.get(previousStart / windowMs) ?? 0, decision.used]
         : [decision.previous, decision.current];
       countsFrom = fixed ? currentStart : previousStart;
       const previousX = x(previousStart);
@@ -1352,18 +1379,8 @@ export class RateLimitDemo extends HTMLElement {
       this.#timeline.setAttribute("aria-label", summary);
 
     track.marks.replaceChildren(
-      ...this.#history
-        .slice(-MAX_MARKS)
-        .map((hit) => this.#mark(hit, x(hit.t), hit.t < countsFrom)),
+      ...this.#history.map((hit) => this.#mark(hit, x(hit.t), hit.t < countsFrom)),
     );
-  }
-
-  /** Tokens charged between `from` (included) and `to` (excluded), from the requests shown. */
-  #spentBetween(from, to) {
-    let spent = 0;
-    for (const hit of this.#history)
-      if (hit.allowed && hit.t >= from && hit.t < to) spent += hit.cost;
-    return spent;
   }
 
   /**

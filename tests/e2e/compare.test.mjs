@@ -173,6 +173,11 @@ describe("compare mode", () => {
     // The floating window and the log refused alike: no disagreement in twelve presses.
     assert.deepEqual(await shownCounts(page), ["0", "0", "12 presses"]);
     assert.match(await partText(page, "rate-limit-demo", "window"), /0\.5 s in · the next starts in 7\.5 s/);
+    // The bar that shows the fixed window passing is a CSS animation set to the same clock.
+    const bar = await page
+      .locator("rate-limit-demo")
+      .evaluate((element) => element.shadowRoot.querySelector(".window-progress").style.cssText);
+    assert.match(bar, /animation-duration: 8000ms; animation-delay: -500ms/);
     assert.match(
       await partText(page, "rate-limit-demo", "answer"),
       /Let in by the fixed window; refused by the floating window, sliding log, token bucket\./,
@@ -291,7 +296,7 @@ describe("compare mode", () => {
     const settled = await framesRequested(page);
     await page.clock.runFor(5_000);
     assert.equal(await framesRequested(page), settled, "no frames once nothing changes");
-    assert.match(await partText(page, "rate-limit-demo", "window"), /Fixed windows start every 8 s/);
+    assert.match(await partText(page, "rate-limit-demo", "window"), /Fixed windows start every 8 s; the bar fills over each one/);
     assert.deepEqual(problems, []);
   });
 
