@@ -18,9 +18,12 @@ describe("the docs page", () => {
   it("loads without a console error and every widget becomes interactive", async () => {
     const { page, problems } = await open(session);
     const ready = await whenReady(page);
-    assert.ok(ready.length >= 2, "the 6/8s widget and the ESI one");
+    assert.ok(ready.length >= 3, "the 6/8s widget, the ESI one and the comparison");
     assert.ok(ready.every(Boolean), `ready: ${ready}`);
     assert.equal(await page.locator('rate-limit-demo[costs="esi"]').count(), 1);
+    const compare = page.locator('rate-limit-demo[compare][limit="6/8s"]');
+    assert.equal(await compare.count(), 1);
+    assert.equal(await compare.locator('[part~="row"]').count(), 4, "all four algorithms");
     assert.equal(await page.locator("h1").count(), 1);
     assert.deepEqual(problems, []);
   });
@@ -64,10 +67,35 @@ describe("the docs page", () => {
     assert.notEqual(backgrounds.light, backgrounds.dark);
   });
 
+  it("plays the comparison section's double burst as the page tells the reader to", async () => {
+    const { page, problems } = await open(session, { clock: true });
+    await whenReady(page);
+    const widget = page.locator('rate-limit-demo[compare][limit="6/8s"]');
+    const hit = widget.locator('[part~="hit"]');
+    // "When the bar is nearly full, press Hit six times": 31.5 s, in the window 24–32 s.
+    await page.clock.pauseAt(31_500);
+    for (let n = 0; n < 6; n++) await hit.click();
+    // "As soon as the bar starts again, press Hit six more times": 32.5 s.
+    await page.clock.pauseAt(32_500);
+    for (let n = 0; n < 6; n++) await hit.click();
+    const admitted = await widget.locator('[part~="row"]').evaluateAll((rows) =>
+      rows.map((row) => [row.dataset.algorithm, row.querySelector('[part~="admitted"]').textContent]),
+    );
+    // Only the fixed window let the second six in: 12 within one second.
+    assert.deepEqual(admitted, [
+      ["floating", "6"],
+      ["sliding-log", "6"],
+      ["fixed", "12"],
+      ["token-bucket", "6"],
+    ]);
+    await widget.screenshot({ path: join(ARTIFACTS, "compare.png") });
+    assert.deepEqual(problems, []);
+  });
+
   it("plays the README's worked example to a 429 (the screenshot in the README)", async () => {
     const { page, problems } = await open(session, { clock: true });
     await whenReady(page);
-    const widget = page.locator('rate-limit-demo[limit="6/8s"]:not([costs])').first();
+    const widget = page.locator('rate-limit-demo[limit="6/8s"]:not([costs]):not([compare])').first();
     const hit = widget.locator('[part~="hit"]');
     // 24 s is a window boundary of 6/8s and late enough for the page to have loaded.
     const start = 24_000;
