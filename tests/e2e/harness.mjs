@@ -29,13 +29,13 @@ const CHROMIUM_ARGS = [
 /**
  * Starts the server and the browser. Returns a session for `open`; `session.close()` stops
  * both and removes the browser's temporary folders. `headers` go on every response the
- * server sends, such as a Content-Security-Policy.
+ * server sends, such as a Content-Security-Policy; `root` is the folder served (default www/).
  */
-export async function start({ headers } = {}) {
+export async function start({ headers, root = join(REPO, "www") } = {}) {
   await mkdir(ARTIFACTS, { recursive: true });
   // Chromium leaves org.chromium.Chromium.* folders in TMPDIR: keep them in our scratch.
   const scratch = await mkdtemp(join(tmpdir(), "trickle-e2e-"));
-  const server = await serve(join(REPO, "www"), 0, { headers });
+  const server = await serve(root, 0, { headers });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     args: CHROMIUM_ARGS,
