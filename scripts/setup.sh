@@ -3,7 +3,7 @@
 # `make demo` and `make test` work on a fresh machine and cost seconds on a set-up one.
 #
 #   scripts/setup.sh          Rust components, the wasm32 target, wasm-pack, wasm-bindgen-cli,
-#                             and the npm packages (wasm-opt from npm's binaryen, playwright-core)
+#                             and the npm packages (wasm-opt from npm's binaryen, playwright-core, axe-core)
 #   scripts/setup.sh browser  the same, plus Debian's Chromium and ChromeDriver
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
