@@ -53,9 +53,11 @@
 //! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
 //! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`].
 //! - ESI's cost by status and its headers: [`esi`].
+//! - How far an approximation strays from the exact sliding log: [`Comparison`].
 
 mod algorithm;
 mod bucket;
+mod compare;
 mod decision;
 mod errors;
 pub mod esi;
@@ -72,6 +74,7 @@ pub mod wasm;
 
 pub use algorithm::{Algorithm, AnyState, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
+pub use compare::{Accuracy, Comparison, Disagreement, Ratio, Verdict};
 pub use decision::{Counters, Decision, Outcome};
 pub use errors::{AlgorithmError, LimitError, StatusError};
 pub use fixed::FixedState;

@@ -68,21 +68,33 @@ impl fmt::Display for Tokens {
     /// Decimal, rounded half up, with 3 decimals unless the formatter asks for others
     /// (at most 18): `{}` gives `4.500`, `{:.1}` gives `4.5`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let decimals = f.precision().unwrap_or(3).min(18);
-        let denominator = u128::from(self.denominator.get());
-        let mut whole = self.numerator / denominator;
-        let scale = 10u128.pow(decimals as u32);
-        // part < 2^64 and scale ≤ 10^18 < 2^60, so this cannot overflow.
-        let part = self.numerator % denominator;
-        let mut fraction = (part * scale * 2 + denominator) / (denominator * 2);
-        if fraction == scale {
-            whole += 1;
-            fraction = 0;
-        }
-        if decimals == 0 {
-            write!(f, "{whole}")
-        } else {
-            write!(f, "{whole}.{fraction:0width$}", width = decimals)
-        }
+        let decimals = f.precision().unwrap_or(3);
+        write_decimal(f, self.numerator, self.denominator, decimals)
+    }
+}
+
+/// Writes `numerator / denominator` in decimal with `decimals` digits after the point (at
+/// most 18), rounded half up, exactly: no float is involved.
+pub(crate) fn write_decimal(
+    f: &mut fmt::Formatter<'_>,
+    numerator: u128,
+    denominator: NonZeroU64,
+    decimals: usize,
+) -> fmt::Result {
+    let decimals = decimals.min(18);
+    let denominator = u128::from(denominator.get());
+    let mut whole = numerator / denominator;
+    let scale = 10u128.pow(decimals as u32);
+    // part < 2^64 and scale ≤ 10^18 < 2^60, so this cannot overflow.
+    let part = numerator % denominator;
+    let mut fraction = (part * scale * 2 + denominator) / (denominator * 2);
+    if fraction == scale {
+        whole += 1;
+        fraction = 0;
+    }
+    if decimals == 0 {
+        write!(f, "{whole}")
+    } else {
+        write!(f, "{whole}.{fraction:0width$}", width = decimals)
     }
 }

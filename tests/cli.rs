@@ -302,12 +302,135 @@ fn the_summary_goes_to_stderr() {
     );
 }
 
+/// The compared columns after each row. The 2/1s trace, worked by hand: windows [0, 1000),
+/// [1000, 2000); the floating window counts previous × (1000 − e)/1000 + current.
+///
+///   900, 950   both allow: 1 then 2 in use.
+///   1500       floating: 2 × 0.5 + 1 = 2 ≤ 2, allowed. The log still holds 900 and 950
+///              (back at 1900 and 1950): denied. Wrongly allowed.
+///   1505       floating: 2 × 0.495 = 0.99, + 1 → 1.99, + 1 > 2, denied; it fits once
+///              2 × (1000 − e)/1000 + 1 + 1 ≤ 2, at the next window: 2000 − 1505 = 495.
+///              The log denies too.
+///   1950       floating: 2 × 0.05 + 1 = 1.1, + 1 > 2, denied, retry 2000 − 1950 = 50. The
+///              log has 900's and 950's tokens back (at 1900, 1950): allowed. Wrongly limited.
+///   1960       cost 3 > 2: never, for both. floating 2 × 0.04 + 1 = 1.08; log 1 (1950's).
+/// Floating allowed 900, 950 and 1500, all in [900, 1900): 3 tokens, 1.50 × N; the log at
+/// most 2.
+#[test]
+fn compare_adds_the_references_answer() {
+    let input = "t_ms,cost\n900,1\n950,1\n1500,1\n1505,1\n1950,1\n1960,3\n";
+    let run = trickle(
+        &["replay", "--limit", "2/1s", "--compare", "sliding-log"],
+        input,
+    );
+    assert_no_panic(&run, "compare");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    #[rustfmt::skip]
+    let expected = [
+        "t_ms,cost,allowed,used,remaining,retry_after_ms,reference_allowed,reference_used,disagreement",
+        "900,1,true,1.000,1,,true,1.000,",
+        "950,1,true,2.000,0,,true,2.000,",
+        "1500,1,true,2.000,0,,false,2.000,wrongly-allowed",
+        "1505,1,false,1.990,0,495,false,2.000,",
+        "1950,1,false,1.100,0,50,true,1.000,wrongly-limited",
+        "1960,3,false,1.080,0,never,false,1.000,",
+    ];
+    assert_eq!(run.stdout, format!("{}\n", expected.join("\n")));
+    assert_eq!(
+        run.stderr,
+        "replayed 6 requests against 2/1s (floating): 3 allowed, 2 denied, 1 never fit\n\
+         floating against sliding-log: 6 requests, 1 wrongly allowed (16.667%), 1 wrongly \
+         limited (16.667%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)\n"
+    );
+
+    // The first six columns are what a replay without --compare writes.
+    let alone = trickle(&["replay", "--limit", "2/1s"], input);
+    let first_six: Vec<String> = run
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|row| row.split(',').take(6).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        alone.stdout,
+        csv(&first_six.iter().map(String::as_str).collect::<Vec<_>>())
+    );
+}
+
+#[test]
+fn compare_with_any_pair_and_with_itself() {
+    // The fixed window lets 2 more in as its window turns at 1000; the log holds 999's.
+    let input = "t_ms,cost\n999,2\n1000,2\n1999,2\n";
+    let run = trickle(
+        &[
+            "replay",
+            "--limit",
+            "2/1s",
+            "--algorithm",
+            "fixed",
+            "--compare",
+            "sliding-log",
+        ],
+        input,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.lines().skip(1).collect::<Vec<_>>(),
+        [
+            "999,2,true,2.000,0,,true,2.000,",
+            "1000,2,true,2.000,0,,false,2.000,wrongly-allowed",
+            "1999,2,false,2.000,0,1,true,2.000,wrongly-limited",
+        ]
+    );
+    assert!(
+        run.stderr
+            .ends_with("at most 4 tokens in any 1000 ms = 2.00 x N (sliding-log: 2 = 1.00 x N)\n"),
+        "{}",
+        run.stderr
+    );
+
+    // Any algorithm against itself never disagrees.
+    let log = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/esi-burst.csv"
+    ))
+    .unwrap();
+    for algorithm in ["floating", "sliding-log", "fixed", "token-bucket"] {
+        let run = trickle(
+            &[
+                "replay",
+                "--limit",
+                "6/8s",
+                "--algorithm",
+                algorithm,
+                "--compare",
+                algorithm,
+            ],
+            &log,
+        );
+        assert_eq!(run.code, 0, "{algorithm}: {}", run.stderr);
+        let comparison = run.stderr.lines().nth(1).unwrap_or_default();
+        assert!(
+            comparison.starts_with(&format!(
+                "{algorithm} against {algorithm}: 20 requests, 0 wrongly allowed (0.000%), \
+                 0 wrongly limited (0.000%)"
+            )),
+            "{algorithm}: {comparison}"
+        );
+        assert!(
+            run.stdout.lines().skip(1).all(|row| row.ends_with(',')),
+            "{algorithm}: a disagreement in {}",
+            run.stdout
+        );
+    }
+}
+
 /// Exit code 2: the command line is wrong, and the message says how to get help.
 #[test]
 fn usage_errors() {
     let log = "t_ms,cost\n0,1\n";
     #[rustfmt::skip]
-    let cases: [(&[&str], &[&str]); 17] = [
+    let cases: [(&[&str], &[&str]); 21] = [
         (&["replay", "--limit", "6/8x"], &["\"6/8x\"", "unit must be ms, s, m or h"]),
         (&["replay", "--limit", "6/"], &["\"6/\"", "whole number followed by a unit"]),
         (&["replay", "--limit", "/8s"], &["\"/8s\"", "tokens \"\" is not a whole number"]),
@@ -323,6 +446,12 @@ fn usage_errors() {
         (&["replay", "--algorithm", "fixed"], &["needs --limit"]),
         (&["replay", "--limit"], &["missing argument", "--limit"]),
         (&["replay", "--limit", "6/8s", "--limit", "1/1s"], &["--limit", "more than once"]),
+        (&["replay", "--limit", "6/8s", "--compare", "log"],
+            &["invalid --compare", "\"log\"", "floating, sliding-log, fixed or token-bucket"]),
+        (&["replay", "--limit", "6/8s", "--compare", "sliding-log", "--compare", "fixed"],
+            &["--compare", "more than once"]),
+        (&["replay", "--limit", "6/8s", "--compare"], &["missing argument", "--compare"]),
+        (&["replay", "--compare", "sliding-log"], &["needs --limit"]),
         (&["replay", "--limit", "6/8s", "a.csv", "b.csv"], &["\"b.csv\"", "one log"]),
         (&[], &["no command", "replay"]),
         (&["--frob"], &["'--frob'", "--help"]),
@@ -575,6 +704,10 @@ fn help_explains_it_all() {
             "never",
             "Exit codes",
             "trickle replay --limit",
+            "--compare NAME",
+            "reference_allowed,reference_used,disagreement",
+            "wrongly-allowed",
+            "wrongly-limited",
         ] {
             assert!(run.stdout.contains(text), "{args:?}: no {text:?}");
         }
@@ -588,6 +721,22 @@ fn the_help_example_is_what_the_binary_prints() {
     let run = trickle(&["replay", "--limit", "6/8s"], input);
     for line in run.stdout.lines().chain(run.stderr.lines()) {
         assert!(help.contains(&format!("  {line}\n")), "help lacks {line:?}");
+    }
+}
+
+/// The help's --compare example, its lines as wrapped in the help joined again.
+#[test]
+fn the_help_compare_example_is_what_the_binary_prints() {
+    let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = squeeze(&trickle(&["--help"], "").stdout);
+    let run = trickle(
+        &["replay", "--limit", "2/1s", "--compare", "sliding-log"],
+        "t_ms,cost\n900,1\n950,1\n1500,1\n",
+    );
+    assert!(help.contains("trickle replay --limit 2/1s --compare sliding-log late.csv"));
+    assert!(help.contains("printf 't_ms,cost\\n900,1\\n950,1\\n1500,1\\n' > late.csv"));
+    for line in run.stdout.lines().chain(run.stderr.lines()) {
+        assert!(help.contains(&squeeze(line)), "help lacks {line:?}");
     }
 }
 

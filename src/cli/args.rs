@@ -1,8 +1,9 @@
-//! The command line: `trickle replay --limit 6/8s [--algorithm NAME] [FILE]`, read with
-//! lexopt.
+//! The command line: `trickle replay --limit 6/8s [--algorithm NAME] [--compare NAME]
+//! [FILE]`, read with lexopt.
 //!
-//! The values of `--limit` and `--algorithm` are checked only once the whole line is read,
-//! so `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
+//! The values of `--limit`, `--algorithm` and `--compare` are checked only once the whole
+//! line is read, so `trickle replay --limit 6/8x --help` shows the help rather than the
+//! mistake.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -24,6 +25,8 @@ pub enum Command {
 pub struct ReplayArgs {
     pub limit: Limit,
     pub algorithm: Algorithm,
+    /// The reference to compare every decision with (`--compare`), usually the sliding log.
+    pub compare: Option<Algorithm>,
     pub input: Input,
 }
 
@@ -46,6 +49,7 @@ pub enum UsageError {
     MissingLimit,
     Limit(LimitError),
     Algorithm(AlgorithmError),
+    Compare(AlgorithmError),
     /// The same flag twice: which one was meant is a guess, so do not guess.
     Repeated(&'static str),
 }
@@ -71,6 +75,7 @@ impl fmt::Display for UsageError {
             ),
             UsageError::Limit(error) => write!(f, "invalid --limit: {error}"),
             UsageError::Algorithm(error) => write!(f, "invalid --algorithm: {error}"),
+            UsageError::Compare(error) => write!(f, "invalid --compare: {error}"),
             UsageError::Repeated(flag) => write!(f, "{flag} is given more than once; give it once"),
         }
     }
@@ -98,6 +103,7 @@ pub fn parse(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
 fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut limit: Option<String> = None;
     let mut algorithm: Option<String> = None;
+    let mut compare: Option<String> = None;
     let mut input: Option<OsString> = None;
     while let Some(arg) = parser.next()? {
         match arg {
@@ -106,6 +112,7 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             Long("algorithm") => {
                 set_once(&mut algorithm, "--algorithm", parser.value()?.string()?)?
             }
+            Long("compare") => set_once(&mut compare, "--compare", parser.value()?.string()?)?,
             Value(path) if input.is_none() => input = Some(path),
             Value(path) => return Err(UsageError::SecondInput(path)),
             _ => return Err(arg.unexpected().into()),
@@ -120,6 +127,9 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         Some(name) => name.parse().map_err(UsageError::Algorithm)?,
         None => Algorithm::default(),
     };
+    let compare = compare
+        .map(|name| name.parse().map_err(UsageError::Compare))
+        .transpose()?;
     let input = match input {
         Some(path) if path != "-" => Input::Path(PathBuf::from(path)),
         _ => Input::Stdin,
@@ -127,6 +137,7 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     Ok(Command::Replay(ReplayArgs {
         limit,
         algorithm,
+        compare,
         input,
     }))
 }

@@ -8,7 +8,7 @@ Replays a log of requests against a limit, as if a rate limiter had stood in fro
 them, and writes what it would have decided for each request.
 
 Usage:
-  trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [FILE]
+  trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [--compare NAME] [FILE]
   trickle --help | --version
 
 Options:
@@ -16,6 +16,9 @@ Options:
                          unit ms, s, m or h, as ESI writes it: 6/8s, 150/15m, 7/1500ms.
                          Required. --limit=6/8s works too.
   --algorithm NAME       floating (the default), sliding-log, fixed or token-bucket.
+  --compare NAME         Also decide every request with a second algorithm, the
+                         reference (usually sliding-log, the exact one), and count where
+                         the two disagree. See Comparing, below.
   FILE                   The request log; stdin when absent or `-`.
   -h, --help             This text.
   -V, --version          The version.
@@ -50,6 +53,33 @@ Output: CSV on stdout, one line per request, with this header:
   end, so stdout stays pure CSV:
   replayed 120 requests against 6/8s (floating): 100 allowed, 20 denied, 0 never fit
 
+Comparing (--compare NAME):
+  Every request goes to both limiters, each with its own state: each answers from what
+  it has itself allowed. The rows gain three columns:
+  reference_allowed,reference_used,disagreement
+  reference_allowed  the reference's answer, true or false.
+  reference_used     tokens in use in the reference after its decision.
+  disagreement       empty when both agree; wrongly-allowed when --algorithm allowed
+                     a request the reference denied; wrongly-limited the other way.
+  A second line on stderr sums it up: the disagreements of each kind and their share
+  of all requests, and the most tokens --algorithm allowed within any WINDOW ms, as a
+  multiple of TOKENS (N), with the reference's own figure after it. A client that
+  reacts to 429s would have reacted to --algorithm's answers: the log is what it sent.
+
+  With tokens spent at 900 and 950 ms under 2/1s, the floating window takes them as
+  spread evenly over its first window, so at 1500 ms it counts 2 x 0.5 = 1 and allows
+  a third; the sliding log holds both until 1900 ms and denies it:
+  $ printf 't_ms,cost\\n900,1\\n950,1\\n1500,1\\n' > late.csv
+  $ trickle replay --limit 2/1s --compare sliding-log late.csv
+  t_ms,cost,allowed,used,remaining,retry_after_ms,reference_allowed,reference_used,disagreement
+  900,1,true,1.000,1,,true,1.000,
+  950,1,true,2.000,0,,true,2.000,
+  1500,1,true,2.000,0,,false,2.000,wrongly-allowed
+  replayed 3 requests against 2/1s (floating): 3 allowed, 0 denied, 0 never fit
+  floating against sliding-log: 3 requests, 1 wrongly allowed (33.333%), 0 wrongly
+  limited (0.000%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)
+  900, 950 and 1500 all lie within [900, 1900): 3 tokens in 1000 ms where N is 2.
+
 Algorithms (every one allows a request of cost c iff used + c <= TOKENS):
   floating      ESI's floating window (Cloudflare's and Upstash's sliding window):
                 fixed windows aligned to multiples of WINDOW from t_ms 0, and
@@ -80,5 +110,5 @@ Exit codes:
   1  the input could not be read or is malformed: the message names the line and what
      was expected
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
-     unknown --algorithm
+     unknown --algorithm or --compare
 ";

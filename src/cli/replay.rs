@@ -1,4 +1,7 @@
 //! `trickle replay`: every request of a log through one limiter, one CSV row per decision.
+//! With `--compare NAME`, every request also goes through a second limiter, the reference,
+//! with its own state (see [`trickle::Comparison`] for what is counted); its answer is added
+//! to each row and the disagreements are summed up after them.
 //!
 //! Rows are written as requests are decided, so a large log streams through in constant
 //! memory (the sliding log aside, which keeps a window of history), and a bad line late
@@ -7,13 +10,16 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use trickle::{Algorithm, Decision, Limit, Limiter, Outcome};
+use trickle::{Accuracy, Algorithm, Comparison, Decision, Limit, Limiter, Outcome, Verdict};
 
 use crate::cli::args::ReplayArgs;
 use crate::cli::log::{InputError, RequestLog};
 
 /// The output's header; the help text shows the same line.
 pub const OUTPUT_HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms";
+
+/// The columns `--compare` adds after [`OUTPUT_HEADER`]'s.
+pub const REFERENCE_COLUMNS: &str = "reference_allowed,reference_used,disagreement";
 
 /// How a replay went, for the line on stderr after the rows.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +29,18 @@ pub struct Summary {
     pub allowed: u64,
     pub denied: u64,
     pub never_fit: u64,
+    /// With `--compare`: how the reference's answers differed.
+    pub compared: Option<Accuracy>,
+}
+
+impl Summary {
+    fn count(&mut self, decision: &Decision) {
+        match decision.outcome {
+            Outcome::Allowed => self.allowed += 1,
+            Outcome::Denied { .. } => self.denied += 1,
+            Outcome::ExceedsLimit => self.never_fit += 1,
+        }
+    }
 }
 
 impl fmt::Display for Summary {
@@ -37,7 +55,11 @@ impl fmt::Display for Summary {
             self.allowed,
             self.denied,
             self.never_fit
-        )
+        )?;
+        match &self.compared {
+            Some(accuracy) => write!(f, "\n{accuracy}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -60,38 +82,80 @@ impl From<io::Error> for ReplayError {
     }
 }
 
-/// Decides every request of `input` with `Limiter::hit` and writes a row for each.
+/// Who answers each request: the limiter alone, or the limiter beside a reference.
+enum Judge {
+    Alone(Limiter),
+    Compared(Box<Comparison>),
+}
+
+/// Decides every request of `input` with `Limiter::hit` (and the reference's, with
+/// `--compare`) and writes a row for each.
 pub fn replay(
     args: &ReplayArgs,
     input: impl Read,
     output: &mut impl Write,
 ) -> Result<Summary, ReplayError> {
     let mut log = RequestLog::new(input)?;
-    let mut limiter = Limiter::with_algorithm(args.algorithm, args.limit);
+    let mut judge = match args.compare {
+        None => Judge::Alone(Limiter::with_algorithm(args.algorithm, args.limit)),
+        Some(reference) => Judge::Compared(Box::new(Comparison::new(
+            args.limit,
+            args.algorithm,
+            reference,
+        ))),
+    };
     let mut summary = Summary {
         limit: args.limit,
         algorithm: args.algorithm,
         allowed: 0,
         denied: 0,
         never_fit: 0,
+        compared: None,
     };
 
-    writeln!(output, "{OUTPUT_HEADER}")?;
+    match judge {
+        Judge::Alone(_) => writeln!(output, "{OUTPUT_HEADER}")?,
+        Judge::Compared(_) => writeln!(output, "{OUTPUT_HEADER},{REFERENCE_COLUMNS}")?,
+    }
     while let Some(request) = log.next_request()? {
-        let decision = limiter.hit(request.t_ms, request.cost);
-        match decision.outcome {
-            Outcome::Allowed => summary.allowed += 1,
-            Outcome::Denied { .. } => summary.denied += 1,
-            Outcome::ExceedsLimit => summary.never_fit += 1,
+        match &mut judge {
+            Judge::Alone(limiter) => {
+                let decision = limiter.hit(request.t_ms, request.cost);
+                summary.count(&decision);
+                write_decision(output, request.t_ms, &decision)?;
+                writeln!(output)?;
+            }
+            Judge::Compared(comparison) => {
+                let verdict = comparison.hit(request.t_ms, request.cost);
+                summary.count(&verdict.approximation);
+                write_decision(output, request.t_ms, &verdict.approximation)?;
+                write_reference(output, &verdict)?;
+            }
         }
-        write_row(output, request.t_ms, &decision)?;
+    }
+    if let Judge::Compared(comparison) = &judge {
+        summary.compared = Some(comparison.accuracy());
     }
     Ok(summary)
 }
 
-/// `t_ms,cost,allowed,used,remaining,retry_after_ms`. The log's own time is written, not
-/// `decision.at_ms`; they are equal since the log is sorted.
-fn write_row(output: &mut impl Write, t_ms: u64, decision: &Decision) -> io::Result<()> {
+/// `,reference_allowed,reference_used,disagreement` and the line's end; `disagreement` is
+/// empty when both agree.
+fn write_reference(output: &mut impl Write, verdict: &Verdict) -> io::Result<()> {
+    writeln!(
+        output,
+        ",{},{},{}",
+        verdict.reference.is_allowed(),
+        verdict.reference.used,
+        verdict
+            .disagreement()
+            .map_or("", |disagreement| disagreement.name())
+    )
+}
+
+/// `t_ms,cost,allowed,used,remaining,retry_after_ms`, without the line's end. The log's own
+/// time is written, not `decision.at_ms`; they are equal since the log is sorted.
+fn write_decision(output: &mut impl Write, t_ms: u64, decision: &Decision) -> io::Result<()> {
     write!(
         output,
         "{t_ms},{},{},{},{},",
@@ -101,8 +165,8 @@ fn write_row(output: &mut impl Write, t_ms: u64, decision: &Decision) -> io::Res
         decision.remaining()
     )?;
     match decision.outcome {
-        Outcome::Allowed => writeln!(output),
-        Outcome::Denied { retry_after_ms } => writeln!(output, "{retry_after_ms}"),
-        Outcome::ExceedsLimit => writeln!(output, "never"),
+        Outcome::Allowed => Ok(()),
+        Outcome::Denied { retry_after_ms } => write!(output, "{retry_after_ms}"),
+        Outcome::ExceedsLimit => write!(output, "never"),
     }
 }
