@@ -309,7 +309,10 @@ class Comparison {
       // A sliding log that never denies: `record` every token an algorithm let in, and
       // `peek(0).used` is exactly how many it let in during the last W.
       for (const row of this.#rows) {
-        row.audit = new core.Limiter({ limit: `${MAX_TOKENS}/${windowMs}ms`, algorithm: "sliding-log" });
+        row.audit = new core.Limiter({
+          limit: `${MAX_TOKENS}/${windowMs}ms`,
+          algorithm: "sliding-log",
+        });
       }
       this.#tokens = tokens;
       this.#windowMs = windowMs;
@@ -486,7 +489,10 @@ class Comparison {
       this.#window.textContent = `Fixed windows start every ${windowText}; the bar fills over each one.`;
       return;
     }
-    this.#window.textContent = `This ${windowText} fixed window: ${(Math.floor(elapsed / 100) / 10).toFixed(1)} s in · the next starts in ${formatWait(this.#windowMs - elapsed)}`;
+    // Tenths of a second gone, rounded down, and to go, rounded up: they add up to W.
+    const gone = `${(Math.floor(elapsed / 100) / 10).toFixed(1)} s`;
+    const toGo = formatWait(this.#windowMs - elapsed);
+    this.#window.textContent = `This ${windowText} fixed window: ${gone} in · the next starts in ${toGo}`;
   }
 
   #showCounts() {
@@ -562,7 +568,13 @@ class Comparison {
           html("span", { class: "algorithm" }, label),
           html("span", { class: "algorithm-note" }, note),
         ),
-        html("td", { class: "in-use" }, gauge, cells.used, html("span", { class: "of" }, ` of ${tokens}`)),
+        html(
+          "td",
+          { class: "in-use" },
+          gauge,
+          cells.used,
+          html("span", { class: "of" }, ` of ${tokens}`),
+        ),
         html("td", { class: "admitted" }, cells.admitted, " ", cells.over),
         cells.response,
       );
@@ -574,7 +586,8 @@ class Comparison {
     const caption = html(
       "caption",
       {},
-      `Each Hit goes to every algorithm at the same instant. “Let in” counts the tokens each one allowed in the last ${windowText}: above ${tokens}, a burst got through.`,
+      "Each Hit goes to every algorithm at the same instant. “Let in” counts the tokens " +
+        `each one allowed in the last ${windowText}: above ${tokens}, a burst got through.`,
     );
     const parts = [
       html("table", { class: "comparison" }, caption, html("thead", {}, head), body),
@@ -607,7 +620,11 @@ class Comparison {
         html(
           "p",
           { part: "disagreement-note", class: "disagreement-note" },
-          `A disagreement is a press the floating window answered differently from the sliding log, which knows when each request of the last ${windowText} was made. The floating window assumes the previous window's requests were spread evenly across it: if they came late, it lets a request in too soon (wrongly allowed); if they came early, it refuses one the log would take (wrongly limited).`,
+          "A disagreement is a press the floating window answered differently from the " +
+            `sliding log, which knows when each request of the last ${windowText} was made. ` +
+            "The floating window assumes the previous window's requests were spread evenly " +
+            "across it: if they came late, it lets a request in too soon (wrongly allowed); " +
+            "if they came early, it refuses one the log would take (wrongly limited).",
         ),
       );
       this.#showCounts();
