@@ -152,6 +152,11 @@ function loadCore() {
         await glue.default({ module_or_path: wasm });
       } catch (error) {
         if (!(error instanceof WebAssembly.CompileError)) throw error;
+        if (!wasmAllowed()) {
+          throw new Error(
+            "the page's Content-Security-Policy does not allow WebAssembly: add 'wasm-unsafe-eval' to its script-src",
+          );
+        }
         // The browser names the bytes it expected, not the file or what came instead.
         const type = wasm.headers.get("content-type") ?? "no content type";
         throw new Error(
@@ -162,6 +167,18 @@ function loadCore() {
     },
   );
   return corePromise;
+}
+
+/** The smallest valid module: it fails to compile only where the page forbids WebAssembly. */
+const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+
+function wasmAllowed() {
+  try {
+    new WebAssembly.Module(EMPTY_MODULE);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** An HTML element; `children` are nodes or plain text (never parsed as HTML). */

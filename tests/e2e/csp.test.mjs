@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { open, start, whenReady } from "./harness.mjs";
+import { open, pageWith, partText, start, whenReady } from "./harness.mjs";
 
 const POLICY = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
 
@@ -71,5 +71,46 @@ describe("under a strict Content-Security-Policy", () => {
       problems.some((problem) => problem.includes("Content Security Policy")),
       `the console reports it: ${problems}`,
     );
+  });
+
+  it("without 'wasm-unsafe-eval', each widget says what the policy lacks, and the page works", async () => {
+    const policy = "default-src 'self'; script-src 'self'; style-src 'self'";
+    const body = `<rate-limit-demo></rate-limit-demo>
+      <button id="page-button" type="button">page</button>
+      <script type="module" src="/page-button.js"></script>`;
+    // A page of its own, with a stricter policy than the server's, which forbids a data: icon.
+    const fixture = (route) =>
+      route.fulfill({
+        contentType: "text/html; charset=utf-8",
+        headers: { "content-security-policy": policy },
+        body: pageWith(body).replace(`href="data:,"`, `href="/favicon.svg"`),
+      });
+    // The page's own script, as a file: the policy forbids inline handlers.
+    const pageScript = (route) =>
+      route.fulfill({
+        contentType: "text/javascript",
+        body: `document.getElementById("page-button").addEventListener("click", (event) => {
+          event.target.textContent = "still works";
+        });`,
+      });
+    const { page, problems } = await open(session, {
+      path: "fixture.html",
+      initScript: recordViolations,
+      routes: [
+        ["**/fixture.html", fixture],
+        ["**/page-button.js", pageScript],
+      ],
+    });
+    assert.deepEqual(await whenReady(page), [false]);
+    assert.match(
+      await partText(page, "rate-limit-demo", "error"),
+      /Content-Security-Policy does not allow WebAssembly: add 'wasm-unsafe-eval' to its script-src/,
+    );
+    await page.locator("#page-button").click();
+    assert.equal(await page.locator("#page-button").textContent(), "still works");
+    const blocked = await violations(page);
+    assert.ok(blocked.length > 0, "the browser reports the blocked compilation");
+    assert.deepEqual(new Set(blocked), new Set(["script-src blocked wasm-eval"]));
+    assert.deepEqual(problems, []);
   });
 });
