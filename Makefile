@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/tests/e2e/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 WASM_PACK = wasm-pack
 PKG = www/pkg
 
-.PHONY: all setup setup-browser build wasm cli demo replay size \
+.PHONY: all setup setup-browser build wasm cli demo replay size book \
 	test fmt lint unit doc wasm-node wasm-browser e2e
 
 all: build
@@ -52,6 +52,14 @@ replay: cli
 # What a docs page downloads for the widget, gzip -9 as a server would send it.
 size: wasm
 	@scripts/size.sh $(PKG)/trickle_bg.wasm $(PKG)/trickle.js www/rate-limit-demo.js www/rate-limit-demo.css
+
+# The mdBook in docs/book/, built into target/book/ the way the README tells a docs author to
+# embed the widget: its files copied into the book's src/ (gitignored here), then mdbook build.
+BOOK_WIDGET = www/rate-limit-demo.js www/rate-limit-demo.css $(PKG)
+book: wasm
+	@scripts/setup.sh book
+	cp -R $(BOOK_WIDGET) docs/book/src/
+	mdbook build docs/book
 
 test: setup-browser fmt lint unit doc wasm-node wasm-browser e2e
 

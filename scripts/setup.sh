@@ -4,7 +4,8 @@
 #
 #   scripts/setup.sh          Rust components, the wasm32 target, wasm-pack, wasm-bindgen-cli,
 #                             and the npm packages (wasm-opt from npm's binaryen, playwright-core, axe-core)
-#   scripts/setup.sh browser  the same, plus Debian's Chromium and ChromeDriver
+#   scripts/setup.sh browser  the same, plus Debian's Chromium and ChromeDriver, and mdBook
+#   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
 # npm, Debian. The traps behind each step are in the comments; see also ../shared/TOOLCHAIN.md.
@@ -12,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WASM_PACK_VERSION=0.15.1
+MDBOOK_VERSION=0.5.4
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -52,4 +54,13 @@ if [ "${1:-}" = browser ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chrom
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+fi
+
+# mdBook builds the book that the end-to-end suite embeds the widget in (docs/book/). Without
+# its default `serve` and `watch` features (a web server and a file watcher the build does not
+# need) it compiles in about half the time; `search` keeps the book's search bar.
+if { [ "${1:-}" = browser ] || [ "${1:-}" = book ]; } &&
+    [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+    say "installing mdbook $MDBOOK_VERSION (about 3 minutes)"
+    cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --features search
 fi
