@@ -54,6 +54,10 @@ describe("under a strict Content-Security-Policy", () => {
     const esi = page.locator('rate-limit-demo[costs="esi"]');
     await esi.locator('[part~="hit"][data-status="404"]').click();
     assert.match(await esi.locator('[part~="answer"]').textContent(), /^404 Not Found/);
+    // Compare mode sets its window bar's animation through the CSSOM too.
+    const compare = page.locator("rate-limit-demo[compare]");
+    await compare.locator('[part~="hit"]').first().click();
+    assert.match(await compare.locator('[part~="answer"]').textContent(), /200/);
 
     assert.deepEqual(await violations(page), []);
     assert.deepEqual(problems, []);

@@ -18,7 +18,7 @@ after(() => session?.close());
 /**
  * JS heap the page may gain between a tenth of the run and the end, once garbage is
  * collected. Anything kept per hit or per press would be far above it: 900,000 hits keeping
- * even one byte each, or 9,000 presses keeping the ~50 bytes of a timeline entry.
+ * even one byte each, or 9,000 presses keeping a timeline entry of tens of bytes each.
  */
 const HEAP_BOUND = 128 * 1024;
 
