@@ -16,7 +16,7 @@ WASM_PACK = wasm-pack
 PKG = www/pkg
 
 .PHONY: all setup setup-browser build wasm cli demo replay size book \
-	test fmt lint unit doc wasm-node wasm-browser e2e
+	test fmt lint unit doc wasm-node wasm-browser e2e fuzz
 
 all: build
 
@@ -89,3 +89,10 @@ wasm-browser: setup-browser
 # The element and the docs page in Debian's Chromium, against the release build.
 e2e: setup-browser wasm
 	npm test --prefix tests/e2e
+
+# The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
+# same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
+# toolchain and cargo-fuzz it needs when they are missing.
+FUZZ_TIME ?= 300
+fuzz:
+	FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh
