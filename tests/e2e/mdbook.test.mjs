@@ -104,6 +104,26 @@ describe("the widget in an mdBook", () => {
     assert.deepEqual(problems, []);
   });
 
+  it("draws its text at the chapter's text size, though mdBook's root font is 62.5 %", async () => {
+    const { page, problems } = await open(session, { path: CHAPTER });
+    await whenReady(page);
+    const sizes = await page.evaluate(() => {
+      const size = (element) => parseFloat(getComputedStyle(element).fontSize);
+      const widget = document.querySelector("rate-limit-demo");
+      return {
+        root: size(document.documentElement),
+        prose: size(document.querySelector("#mdbook-content main p")),
+        widget: size(widget),
+        answer: size(widget.shadowRoot.querySelector('[part~="answer"]')),
+      };
+    });
+    assert.equal(sizes.root, 10, "mdBook sets html { font-size: 62.5% }");
+    assert.equal(sizes.widget, sizes.prose, "the widget's text is the chapter's");
+    // The answer line is 15/16 of the widget's text, as on any page.
+    assert.equal(sizes.answer, sizes.prose * 0.9375);
+    assert.deepEqual(problems, []);
+  });
+
   it("leaves mdBook's page working: the contents, the theme menu, the search bar", async () => {
     const { page, problems } = await open(session, { path: CHAPTER });
     await whenReady(page);
