@@ -1,8 +1,8 @@
 // The widget embedded in a real mdBook, the way the README tells a docs author to do it: the
 // element's files copied into the book's src/, the README's two-line snippet in a chapter,
 // `mdbook build`. The book (docs/book/) is built here into a scratch folder, served on
-// 127.0.0.1, and read in Chromium: the widget answers, and mdBook's page around it keeps
-// working, themes included.
+// 127.0.0.1, and read in Chromium: the widget answers, at the chapter's text size and in the
+// colours of mdBook's theme, and mdBook's page around it keeps working.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
