@@ -551,6 +551,114 @@ fn bad_input() {
     }
 }
 
+/// The list of bad inputs, each given to the CLI where it can go wrong: zero,
+/// negative, fractional, NaN, Infinity, empty, beyond u64, the wrong unit, missing parts,
+/// whitespace, non-ASCII and markup, in `--limit`, `--algorithm` and the log's values and
+/// header. Each row: case, arguments after `replay`, the log, the exit code, and the whole
+/// message after `trickle: `. A usage error (2) adds the hint to `--help` and writes nothing
+/// on stdout; a bad value in the log (1) stops after the output's header, and a bad header
+/// line before it.
+#[test]
+fn every_bad_input_gets_a_message_that_says_what_is_allowed() {
+    let form = "write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m";
+    let tokens = |text: &str, tokens: &str| {
+        format!("invalid --limit: limit \"{text}\": tokens \"{tokens}\" is not a whole number from 1 to 18446744073709551615; {form}")
+    };
+    let algorithms = "use floating, sliding-log, fixed or token-bucket";
+    let t_ms = |text: &str| {
+        format!("line 2: t_ms \"{text}\" is not a whole number of milliseconds from 0 to 18446744073709551615")
+    };
+    let cost = |text: &str| {
+        format!("line 2: cost \"{text}\" is not a whole number of tokens from 0 to 18446744073709551615")
+    };
+    let status = |text: &str| {
+        format!("line 2: status \"{text}\" is not an HTTP status; expected a whole number from 200 to 599")
+    };
+    let header = |found: &str, name: &str| {
+        format!("line 1: the header has no {name} column; expected a header with t_ms and one of cost or status, as in t_ms,cost or t_ms,status, but found \"{found}\"")
+    };
+    let markup = "<img src=x onerror=alert(1)>";
+    let ok = "t_ms,cost\n0,1\n";
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Vec<&str>, String, i32, String)> = vec![
+        ("zero tokens",       vec!["--limit", "0/8s"], ok.into(), 2, "invalid --limit: a limit needs at least 1 token per window, got 0".into()),
+        ("zero window",       vec!["--limit", "6/0s"], ok.into(), 2, "invalid --limit: a window must be at least 1 ms long, got 0".into()),
+        ("negative limit",    vec!["--limit", "-6/8s"], ok.into(), 2, tokens("-6/8s", "-6")),
+        ("fractional limit",  vec!["--limit", "1.5/8s"], ok.into(), 2, tokens("1.5/8s", "1.5")),
+        ("NaN limit",         vec!["--limit", "NaN/8s"], ok.into(), 2, tokens("NaN/8s", "NaN")),
+        ("Infinity limit",    vec!["--limit", "Infinity/8s"], ok.into(), 2, tokens("Infinity/8s", "Infinity")),
+        ("empty limit",       vec!["--limit", ""], ok.into(), 2, format!("invalid --limit: limit \"\" has no '/'; {form}")),
+        ("limit beyond u64",  vec!["--limit", "18446744073709551616/8s"], ok.into(), 2, tokens("18446744073709551616/8s", "18446744073709551616")),
+        ("window beyond u64", vec!["--limit", "6/18446744073709551616ms"], ok.into(), 2,
+            "invalid --limit: limit \"6/18446744073709551616ms\": the window is longer than 18446744073709551615 ms, the longest allowed".into()),
+        ("wrong unit",        vec!["--limit", "6/8x"], ok.into(), 2, "invalid --limit: limit \"6/8x\": unknown unit \"x\"; the unit must be ms, s, m or h, as in 6/8s".into()),
+        ("no window",         vec!["--limit", "6/"], ok.into(), 2, format!("invalid --limit: limit \"6/\": window \"\" is not a whole number followed by a unit; {form}")),
+        ("no tokens",         vec!["--limit", "/8s"], ok.into(), 2, tokens("/8s", "")),
+        ("space inside",      vec!["--limit", "6 /8s"], ok.into(), 2, tokens("6 /8s", "6 ")),
+        ("non-ASCII digits",  vec!["--limit", "６/8s"], ok.into(), 2, tokens("６/8s", "６")),
+        ("markup limit",      vec!["--limit", markup], ok.into(), 2, format!("invalid --limit: limit \"{markup}\" has no '/'; {form}")),
+        ("empty algorithm",   vec!["--limit", "6/8s", "--algorithm", ""], ok.into(), 2, format!("invalid --algorithm: unknown algorithm \"\"; {algorithms}")),
+        ("NaN algorithm",     vec!["--limit", "6/8s", "--algorithm", "NaN"], ok.into(), 2, format!("invalid --algorithm: unknown algorithm \"NaN\"; {algorithms}")),
+        ("spaced algorithm",  vec!["--limit", "6/8s", "--algorithm", " fixed"], ok.into(), 2, format!("invalid --algorithm: unknown algorithm \" fixed\"; {algorithms}")),
+        ("non-ASCII algorithm", vec!["--limit", "6/8s", "--algorithm", "flöating"], ok.into(), 2, format!("invalid --algorithm: unknown algorithm \"flöating\"; {algorithms}")),
+        ("markup algorithm",  vec!["--limit", "6/8s", "--algorithm", markup], ok.into(), 2, format!("invalid --algorithm: unknown algorithm \"{markup}\"; {algorithms}")),
+        ("NaN time",          vec!["--limit", "6/8s"], "t_ms,cost\nNaN,1\n".into(), 1, t_ms("NaN")),
+        ("Infinity time",     vec!["--limit", "6/8s"], "t_ms,cost\nInfinity,1\n".into(), 1, t_ms("Infinity")),
+        ("fractional time",   vec!["--limit", "6/8s"], "t_ms,cost\n1.5,1\n".into(), 1, t_ms("1.5")),
+        ("exponent time",     vec!["--limit", "6/8s"], "t_ms,cost\n1e3,1\n".into(), 1, t_ms("1e3")),
+        ("empty time",        vec!["--limit", "6/8s"], "t_ms,cost\n,1\n".into(), 1, t_ms("")),
+        ("non-ASCII time",    vec!["--limit", "6/8s"], "t_ms,cost\n５,1\n".into(), 1, t_ms("５")),
+        ("markup time",       vec!["--limit", "6/8s"], format!("t_ms,cost\n{markup},1\n"), 1, t_ms(markup)),
+        ("NaN cost",          vec!["--limit", "6/8s"], "t_ms,cost\n0,NaN\n".into(), 1, cost("NaN")),
+        ("Infinity cost",     vec!["--limit", "6/8s"], "t_ms,cost\n0,Infinity\n".into(), 1, cost("Infinity")),
+        ("cost beyond u64",   vec!["--limit", "6/8s"], "t_ms,cost\n0,18446744073709551616\n".into(), 1, cost("18446744073709551616")),
+        ("fractional cost",   vec!["--limit", "6/8s"], "t_ms,cost\n0,0.5\n".into(), 1, cost("0.5")),
+        ("non-ASCII cost",    vec!["--limit", "6/8s"], "t_ms,cost\n0,１\n".into(), 1, cost("１")),
+        ("markup cost",       vec!["--limit", "6/8s"], format!("t_ms,cost\n0,{markup}\n"), 1, cost(markup)),
+        ("NaN status",        vec!["--limit", "6/8s"], "t_ms,status\n0,NaN\n".into(), 1, status("NaN")),
+        ("fractional status", vec!["--limit", "6/8s"], "t_ms,status\n0,200.0\n".into(), 1, status("200.0")),
+        ("negative status",   vec!["--limit", "6/8s"], "t_ms,status\n0,-200\n".into(), 1, status("-200")),
+        ("non-ASCII status",  vec!["--limit", "6/8s"], "t_ms,status\n0,２００\n".into(), 1, status("２００")),
+        ("markup status",     vec!["--limit", "6/8s"], "t_ms,status\n0,<b>200</b>\n".into(), 1, status("<b>200</b>")),
+        ("zero status",       vec!["--limit", "6/8s"], "t_ms,status\n0,0\n".into(), 1,
+            "line 2: status 0 has no cost in ESI's table; expected an HTTP status from 200 to 599".into()),
+        ("no cost column",    vec!["--limit", "6/8s"], "t_ms\n0\n".into(), 1, header("t_ms", "cost or status")),
+        ("no t_ms column",    vec!["--limit", "6/8s"], "cost\n1\n".into(), 1, header("cost", "t_ms")),
+        ("markup header",     vec!["--limit", "6/8s"], format!("{markup}\n0\n"), 1, header(markup, "t_ms")),
+    ];
+    for (case, args, input, code, message) in &cases {
+        let mut argv = vec!["replay"];
+        argv.extend(args);
+        let run = trickle(&argv, input);
+        assert_no_panic(&run, case);
+        assert_eq!(run.code, *code, "{case}: exit code; stderr: {}", run.stderr);
+        let expected = match code {
+            2 => format!("trickle: {message}\nRun 'trickle --help' for the options, the input format and examples.\n"),
+            _ => format!("trickle: {message}\n"),
+        };
+        assert_eq!(run.stderr, expected, "{case}");
+        let header_read = *code == 1 && !message.starts_with("line 1:");
+        let stdout = if header_read { csv(&[]) } else { String::new() };
+        assert_eq!(run.stdout, stdout, "{case}");
+    }
+}
+
+/// Whitespace around a limit and around values is not an error, and numbers beyond 2^53,
+/// where a JavaScript number would round, are read exactly.
+#[test]
+fn whitespace_and_numbers_beyond_2_53_are_read_exactly() {
+    let input = "t_ms,cost\n 9007199254740993 , 1 \n9007199254740993,9007199254740993\n";
+    assert_replays(
+        &["replay", "--limit", " 6/8s "],
+        input,
+        &[
+            "9007199254740993,1,true,1.000,5,",
+            "9007199254740993,9007199254740993,false,1.000,5,never",
+        ],
+        "whitespace and 2^53 + 1",
+    );
+}
+
 // The csv crate places a record after blank lines on the first of them, and with CRLF
 // endings every record after the header one line early; the messages must not.
 #[test]
