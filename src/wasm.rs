@@ -54,6 +54,33 @@ fn js_number(value: f64) -> String {
         .unwrap_or_default()
 }
 
+/// What a caller passed, for error messages: `1.5`, `NaN`, `the string "2"`, `an array`.
+/// Strings are quoted as Rust quotes them, so markup or control characters stay visible text.
+fn describe(value: &JsValue) -> String {
+    if let Some(number) = value.as_f64() {
+        return js_number(number);
+    }
+    if let Some(text) = value.as_string() {
+        return format!("the string {text:?}");
+    }
+    if value.is_null() {
+        return "null".into();
+    }
+    if value.is_undefined() {
+        return "undefined".into();
+    }
+    if Array::is_array(value) {
+        return "an array".into();
+    }
+    let kind = value.js_typeof().as_string().unwrap_or_default();
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {kind}")
+}
+
 /// One key of the options object: absent (`undefined`) or a string.
 fn string_option(options: &JsValue, key: &str) -> Result<Option<String>, JsError> {
     let value = Reflect::get(options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
@@ -63,16 +90,18 @@ fn string_option(options: &JsValue, key: &str) -> Result<Option<String>, JsError
     value.as_string().map(Some).ok_or_else(|| {
         JsError::new(&format!(
             "Limiter options: {key} must be a string, got {}; {OPTIONS_FORM}",
-            value.js_typeof().as_string().unwrap_or_default()
+            describe(&value)
         ))
     })
 }
 
 /// Reads `{ limit, algorithm }`, refusing anything else so that a typo is not ignored.
 fn limiter_from_options(options: &JsValue) -> Result<Limiter, JsError> {
-    if !options.is_object() {
+    // An array is an object too, but `["6/8s"]` is surely a mistake.
+    if !options.is_object() || Array::is_array(options) {
         return Err(JsError::new(&format!(
-            "Limiter options must be an object; {OPTIONS_FORM}"
+            "Limiter options must be an object, got {}; {OPTIONS_FORM}",
+            describe(options)
         )));
     }
     for key in Object::keys(options.unchecked_ref::<Object>()).iter() {
@@ -151,29 +180,38 @@ fn to_js(decision: &Decision) -> JsValue {
 }
 
 /// A whole, non-negative JS number below 2^53, for costs and statuses.
-fn whole(what: &str, value: f64) -> Result<u64, JsError> {
-    // NaN and the infinities fall outside the range.
-    if (0.0..=MAX_SAFE_INTEGER).contains(&value) && value.fract() == 0.0 {
-        Ok(value as u64)
-    } else {
-        Err(JsError::new(&format!(
+///
+/// Arguments come in as `JsValue` rather than `f64`, which wasm-bindgen would coerce as JS's
+/// `Number()` does: `"2"` would pass as 2, a required `null` as 0, and a BigInt would throw a
+/// `TypeError` that says nothing of what is allowed.
+fn whole(what: &str, value: &JsValue) -> Result<u64, JsError> {
+    match value.as_f64() {
+        // NaN and the infinities fall outside the range.
+        Some(number) if (0.0..=MAX_SAFE_INTEGER).contains(&number) && number.fract() == 0.0 => {
+            Ok(number as u64)
+        }
+        _ => Err(JsError::new(&format!(
             "{what} must be a whole number from 0 to {MAX_SAFE_INTEGER_TEXT}, got {}",
-            js_number(value)
-        )))
+            describe(value)
+        ))),
     }
+}
+
+/// A cost, 1 (one request) when left out: the glue passes `undefined` and `null` as `None`.
+fn cost_or_one(cost: Option<JsValue>) -> Result<u64, JsError> {
+    cost.map_or(Ok(1), |cost| whole("cost", &cost))
 }
 
 /// The caller's time, or the page's clock when none was given. Fractions of a millisecond
 /// (as `performance.now()` gives) are dropped: the core counts whole milliseconds.
-fn time(now: Option<f64>) -> Result<u64, JsError> {
-    let now = now.unwrap_or_else(performance_now);
-    if (0.0..=MAX_SAFE_INTEGER).contains(&now) {
-        Ok(now.floor() as u64)
-    } else {
-        Err(JsError::new(&format!(
+fn time(now: Option<JsValue>) -> Result<u64, JsError> {
+    let now = now.unwrap_or_else(|| performance_now().into());
+    match now.as_f64() {
+        Some(ms) if (0.0..=MAX_SAFE_INTEGER).contains(&ms) => Ok(ms.floor() as u64),
+        _ => Err(JsError::new(&format!(
             "now must be a time in milliseconds from 0 to {MAX_SAFE_INTEGER_TEXT}, got {}",
-            js_number(now)
-        )))
+            describe(&now)
+        ))),
     }
 }
 
@@ -198,21 +236,33 @@ impl JsLimiter {
     }
 
     /// Spends `cost` tokens if they fit, and says what happened.
-    pub fn hit(&mut self, cost: Option<f64>, now: Option<f64>) -> Result<JsValue, JsError> {
-        let cost = whole("cost", cost.unwrap_or(1.0))?;
+    pub fn hit(
+        &mut self,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] cost: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] now: Option<JsValue>,
+    ) -> Result<JsValue, JsError> {
+        let cost = cost_or_one(cost)?;
         Ok(to_js(&self.inner.hit(time(now)?, cost)))
     }
 
     /// What `hit` would answer, without spending anything. `peek(0)` shows what is in use.
-    pub fn peek(&self, cost: Option<f64>, now: Option<f64>) -> Result<JsValue, JsError> {
-        let cost = whole("cost", cost.unwrap_or(1.0))?;
+    pub fn peek(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] cost: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] now: Option<JsValue>,
+    ) -> Result<JsValue, JsError> {
+        let cost = cost_or_one(cost)?;
         Ok(to_js(&self.inner.peek(time(now)?, cost)))
     }
 
     /// Charges `cost` tokens whether or not they fit, as a server does once it knows what a
     /// response cost (ESI charges by status after answering).
-    pub fn record(&mut self, cost: f64, now: Option<f64>) -> Result<JsValue, JsError> {
-        let cost = whole("cost", cost)?;
+    pub fn record(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number")] cost: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] now: Option<JsValue>,
+    ) -> Result<JsValue, JsError> {
+        let cost = whole("cost", &cost)?;
         Ok(to_js(&self.inner.record(time(now)?, cost)))
     }
 
@@ -249,8 +299,10 @@ impl JsLimiter {
 /// What a response with HTTP `status` costs under ESI's table: 2XX 2, 3XX 1, 4XX 5 but
 /// 429 0, 5XX 0. Anything else throws.
 #[wasm_bindgen(js_name = esiCost)]
-pub fn esi_cost(status: f64) -> Result<f64, JsError> {
-    let status = whole("status", status)?;
+pub fn esi_cost(
+    #[wasm_bindgen(unchecked_param_type = "number")] status: JsValue,
+) -> Result<f64, JsError> {
+    let status = whole("status", &status)?;
     let status = u16::try_from(status).map_err(|_| {
         JsError::new(&format!(
             "status {status} has no cost in ESI's table; expected an HTTP status from 200 to 599"
