@@ -53,6 +53,14 @@ replay: cli
 size: wasm
 	@scripts/size.sh $(PKG)/trickle_bg.wasm $(PKG)/trickle.js www/rate-limit-demo.js www/rate-limit-demo.css
 
+# How exact the floating window is: seeded synthetic workloads through the floating window,
+# the fixed window and the token bucket against the sliding log, as the README's table.
+.PHONY: accuracy
+accuracy:
+	$(CARGO) run --release --locked --example accuracy > target/accuracy.md.part
+	@mv target/accuracy.md.part target/accuracy.md
+	@cat target/accuracy.md
+
 # The mdBook in docs/book/, built into target/book/ the way the README tells a docs author to
 # embed the widget: its files copied into the book's src/ (gitignored here), then mdbook build.
 BOOK_WIDGET = www/rate-limit-demo.js www/rate-limit-demo.css $(PKG)
