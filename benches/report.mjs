@@ -1,0 +1,114 @@
+// `make bench`'s last step: reads what the benchmarks wrote (criterion's estimates under
+// target/criterion/, the others under target/bench/) and prints one Markdown table, each
+// figure against its baseline from the same run, its goal, and the command that measures it.
+//
+// `node benches/report.mjs` after the benchmarks have run.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const TARGET = join(fileURLToPath(new URL("..", import.meta.url)), "target");
+
+/** Reads a file a benchmark wrote, or stops saying which command writes it. */
+function read(path, command) {
+  try {
+    return readFileSync(join(TARGET, path), "utf8");
+  } catch {
+    throw new Error(`target/${path} is missing: run \`${command}\` (or \`make bench\`) first`);
+  }
+}
+
+/** Criterion's median time per iteration, in ns; every benchmark times one decision per iteration. */
+function criterionNs(group, bench, command) {
+  const estimates = JSON.parse(read(`criterion/${group}/${bench}/new/estimates.json`, command));
+  return estimates.median.point_estimate;
+}
+
+/** The heap_per_key example's CSV, by number of keys. */
+function bytesPerKey(command) {
+  const [, ...rows] = read("bench/bytes-per-key.csv", command).trim().split("\n");
+  return Object.fromEntries(
+    rows.map((row) => {
+      const [keys, ours, governor] = row.split(",").map(Number);
+      return [keys, { ours, governor }];
+    }),
+  );
+}
+
+const rows = [];
+
+/** A row comparing ours with a baseline: lower is better, the goal a largest ratio. */
+function compare(figure, ours, baseline, unit, goal, command) {
+  const ratio = ours / baseline;
+  const verdict = goal === undefined ? "" : ratio <= goal ? "met" : `missed by ${(ratio / goal).toFixed(2)}×`;
+  rows.push([
+    figure,
+    `${format(ours)} ${unit}`,
+    `${format(baseline)} ${unit}`,
+    `${ratio.toFixed(2)}×`,
+    goal === undefined ? "none" : `≤ ${goal.toFixed(1)}×`,
+    verdict,
+    `\`${command}\``,
+  ]);
+}
+
+/** A row with a figure of its own and a largest value for a goal. */
+function absolute(figure, value, unit, goal, command) {
+  const verdict = value <= goal ? "met" : `missed by ${format(value - goal)} ${unit}`;
+  rows.push([figure, `${format(value)} ${unit}`, "", "", `≤ ${goal} ${unit}`, verdict, `\`${command}\``]);
+}
+
+function format(value) {
+  if (Number.isInteger(value)) return value.toLocaleString("en-US");
+  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(3);
+}
+
+const DIRECT = "cargo bench --bench decisions";
+const governorDirect = criterionNs("direct", "governor", DIRECT);
+for (const [bench, name, goal] of [
+  ["floating", "floating window `hit`", 1.0],
+  ["token_bucket", "token bucket `hit`", undefined],
+  ["sliding_log", "sliding log `hit`", undefined],
+  ["fixed_window", "fixed window `hit`", undefined],
+]) {
+  compare(`${name} vs governor \`check\`, one bucket`, criterionNs("direct", bench, DIRECT), governorDirect, "ns", goal, DIRECT);
+}
+
+const KEYED = "cargo bench --bench keyed";
+for (const keys of [10_000, 1_000_000]) {
+  const group = `keyed_${keys}`;
+  compare(
+    `keyed floating window vs governor \`check_key\` (DashMap), ${format(keys)} keys`,
+    criterionNs(group, "floating", KEYED),
+    criterionNs(group, "governor", KEYED),
+    "ns",
+    1.0,
+    KEYED,
+  );
+}
+
+const HEAP = "cargo run --release --example heap_per_key";
+for (const [keys, { ours, governor }] of Object.entries(bytesPerKey(HEAP))) {
+  compare(`heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, ours, governor, "B", 1.0, HEAP);
+}
+
+const WASM = "node benches/wasm-hit.mjs";
+const wasm = JSON.parse(read("bench/wasm-hit.json", WASM));
+compare("wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);
+
+const WIDGET = "node benches/widget-frames.mjs";
+const widget = JSON.parse(read("bench/widget-frames.json", WIDGET));
+absolute(
+  `widget script time per frame, p95 of ${widget.trickle.frames} frames (p50 ${format(widget.trickle.p50Ms)}, max ${format(widget.trickle.maxMs)} ms)`,
+  widget.trickle.p95Ms,
+  "ms",
+  1,
+  WIDGET,
+);
+absolute(`animation frames requested in ${widget.idle.seconds} s idle`, widget.idle.frames, "frames", 0, WIDGET);
+
+const header = ["figure", "ours", "baseline", "ratio", "goal", "", "command"];
+console.log(`| ${header.join(" | ")} |`);
+console.log(`|${header.map((_, n) => (n >= 1 && n <= 3 ? "---:" : "---")).join("|")}|`);
+for (const row of rows) console.log(`| ${row.join(" | ")} |`);

@@ -1,0 +1,107 @@
+// The cost of one `hit()` through the WebAssembly bindings, against the same floating
+// window written in plain JS (plain-floating.mjs), in the same Node process, on the same
+// stream of times. Both answer with the same object; before timing anything, the two are
+// replayed side by side and must agree on every decision, so the baseline does the same
+// work and is not a shortcut.
+//
+// Needs the release build (`make wasm`). `node benches/wasm-hit.mjs` prints the figures
+// and writes them to target/bench/wasm-hit.json for `make bench`'s table.
+
+import assert from "node:assert/strict";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { initSync, Limiter } from "../www/pkg/trickle.js";
+import { PlainFloating } from "./plain-floating.mjs";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const LIMIT = { text: "6/8s", tokens: 6, windowMs: 8_000 };
+const HITS = 20_000;
+const ROUNDS = 7;
+
+/**
+ * Times in ms, each a gap after the last drawn evenly from 0 to twice the gap that asks
+ * 1.5 × N per W (as benches/common/mod.rs does for the native benchmarks), so that about a
+ * third of the hits are denied. A fixed xorshift seed: every run sees the same stream.
+ */
+function stream(length) {
+  const meanGapMs = Math.floor((LIMIT.windowMs * 2) / (LIMIT.tokens * 3));
+  let state = 0x5eed;
+  let now = 0;
+  const times = new Float64Array(length);
+  for (let n = 0; n < length; n++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    now += (state >>> 0) % (2 * meanGapMs + 1);
+    times[n] = now;
+  }
+  return times;
+}
+
+const limiters = {
+  wasm: () => new Limiter({ limit: LIMIT.text }),
+  plain: () => new PlainFloating(LIMIT.tokens, LIMIT.windowMs),
+};
+
+/** The two limiters answer every hit of the stream with equal objects. */
+function assertAgree(times) {
+  const wasm = limiters.wasm();
+  const plain = limiters.plain();
+  for (const t of times) {
+    assert.deepStrictEqual(plain.hit(1, t), wasm.hit(1, t), `the decisions differ at t = ${t} ms`);
+  }
+  wasm.free();
+}
+
+/** Nanoseconds per hit for one pass over the stream with a fresh limiter. */
+function timePass(name, times) {
+  const limiter = limiters[name]();
+  let allowed = 0;
+  const start = process.hrtime.bigint();
+  for (let n = 0; n < times.length; n++) {
+    if (limiter.hit(1, times[n]).allowed) allowed++;
+  }
+  const elapsed = Number(process.hrtime.bigint() - start);
+  limiter.free?.();
+  return { nsPerHit: elapsed / times.length, allowed };
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+const wasmBytes = await readFile(new URL("../www/pkg/trickle_bg.wasm", import.meta.url));
+initSync({ module: wasmBytes });
+const times = stream(HITS);
+assertAgree(times);
+
+// The first rounds warm the JIT up and are dropped; the two alternate so that whatever
+// else the machine does falls on both alike.
+const samples = { wasm: [], plain: [] };
+let allowedShare;
+for (let round = 0; round < ROUNDS + 2; round++) {
+  for (const name of ["wasm", "plain"]) {
+    const { nsPerHit, allowed } = timePass(name, times);
+    if (round >= 2) samples[name].push(nsPerHit);
+    allowedShare = allowed / HITS;
+  }
+}
+
+const result = {
+  limit: LIMIT.text,
+  hits: HITS,
+  rounds: ROUNDS,
+  allowedShare,
+  wasmNsPerHit: median(samples.wasm),
+  plainNsPerHit: median(samples.plain),
+};
+result.ratio = result.wasmNsPerHit / result.plainNsPerHit;
+
+await mkdir(`${REPO}/target/bench`, { recursive: true });
+await writeFile(`${REPO}/target/bench/wasm-hit.json`, `${JSON.stringify(result, null, 2)}\n`);
+console.log(
+  `wasm hit(): ${result.wasmNsPerHit.toFixed(0)} ns, plain JS: ${result.plainNsPerHit.toFixed(0)} ns, ` +
+    `ratio ${result.ratio.toFixed(2)} (median of ${ROUNDS} rounds of ${HITS} hits, ` +
+    `${(100 * allowedShare).toFixed(1)}% allowed; the two agreed on every decision)`,
+);
