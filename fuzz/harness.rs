@@ -164,21 +164,15 @@ fn limit(input: &mut Unstructured<'_>) -> Result<Option<Limit>> {
 /// back from how they are written.
 fn built(tokens: u64, window_ms: u64) -> Option<Limit> {
     let result = Limit::new(tokens, window_ms);
-    let expected = if tokens == 0 {
-        Err(LimitError::ZeroTokens)
-    } else if window_ms == 0 {
-        Err(LimitError::ZeroWindow)
-    } else {
-        match &result {
-            Ok(limit) => {
-                assert_eq!((limit.tokens(), limit.window_ms()), (tokens, window_ms));
-                assert_eq!(limit.to_string().parse::<Limit>(), Ok(*limit));
-                Ok(*limit)
-            }
-            Err(error) => panic!("Limit::new({tokens}, {window_ms}) refused: {error}"),
+    match (tokens, window_ms, &result) {
+        (0, _, Err(error)) => assert_eq!(error, &LimitError::ZeroTokens),
+        (1.., 0, Err(error)) => assert_eq!(error, &LimitError::ZeroWindow),
+        (1.., 1.., Ok(limit)) => {
+            assert_eq!((limit.tokens(), limit.window_ms()), (tokens, window_ms));
+            assert_eq!(limit.to_string().parse::<Limit>(), Ok(*limit));
         }
-    };
-    assert_eq!(result, expected, "Limit::new({tokens}, {window_ms})");
+        _ => panic!("Limit::new({tokens}, {window_ms}) gave {result:?}"),
+    }
     if let Err(error) = &result {
         says_what_is_allowed(&error.to_string());
     }
