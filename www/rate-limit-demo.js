@@ -236,6 +236,19 @@ function parseWholeNumber(text) {
 }
 
 /**
+ * Throws unless every number of `limiter` is exact in JS: the core takes limits up to
+ * 2^64 − 1 tokens and ms, but a JS number is exact only up to 2^53 − 1, and the widget would
+ * show 9007199254740992 for a limit of 9007199254740993 tokens.
+ */
+function assertShowable({ tokens, windowMs }, limitText) {
+  if (Number.isSafeInteger(tokens) && Number.isSafeInteger(windowMs)) return;
+  const most = Number.MAX_SAFE_INTEGER;
+  throw new Error(
+    `limit "${limitText}" is too large to show exactly: use at most ${most} tokens per window of at most ${most} ms`,
+  );
+}
+
+/**
  * The algorithms compare mode knows, in the order it shows them by default, and a few words
  * on how each counts `used`.
  */
@@ -323,6 +336,7 @@ class Comparison {
         this.#rows.push({ name, limiter, audit: null, cells: null });
       }
       const { tokens, windowMs } = this.#rows[0].limiter;
+      assertShowable(this.#rows[0].limiter, limit);
       // A sliding log that never denies: `record` every token an algorithm let in, and
       // `peek(0).used` is exactly how many it let in during the last W.
       for (const row of this.#rows) {
@@ -959,7 +973,9 @@ export class RateLimitDemo extends HTMLElement {
         );
       }
       limiter = new this.#core.Limiter({ limit, algorithm });
+      assertShowable(limiter, limit);
     } catch (error) {
+      limiter?.free();
       this.#showError(String(error?.message ?? error));
       return;
     }
