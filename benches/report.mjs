@@ -41,12 +41,12 @@ const rows = [];
 /** A row comparing ours with a baseline: lower is better, the goal a largest ratio. */
 function compare(figure, ours, baseline, unit, goal, command) {
   const ratio = ours / baseline;
-  const verdict = goal === undefined ? "" : ratio <= goal ? "met" : `missed by ${(ratio / goal).toFixed(2)}×`;
+  const verdict = goal === undefined ? "" : ratio <= goal ? "met" : `missed: ${formatRatio(ratio / goal)} the goal`;
   rows.push([
     figure,
     `${format(ours)} ${unit}`,
     `${format(baseline)} ${unit}`,
-    `${ratio.toFixed(2)}×`,
+    formatRatio(ratio),
     goal === undefined ? "none" : `≤ ${goal.toFixed(1)}×`,
     verdict,
     `\`${command}\``,
@@ -56,12 +56,18 @@ function compare(figure, ours, baseline, unit, goal, command) {
 /** A row with a figure of its own and a largest value for a goal. */
 function absolute(figure, value, unit, goal, command) {
   const verdict = value <= goal ? "met" : `missed by ${format(value - goal)} ${unit}`;
-  rows.push([figure, `${format(value)} ${unit}`, "", "", `≤ ${goal} ${unit}`, verdict, `\`${command}\``]);
+  const target = goal === 0 ? `${goal} ${unit}` : `≤ ${goal} ${unit}`;
+  rows.push([figure, `${format(value)} ${unit}`, "", "", target, verdict, `\`${command}\``]);
 }
 
+/** Three significant decimals for small values, one below 1,000, none above. */
 function format(value) {
-  if (Number.isInteger(value)) return value.toLocaleString("en-US");
-  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(3);
+  const decimals = Number.isInteger(value) ? 0 : value < 10 ? 3 : value < 1000 ? 1 : 0;
+  return value.toLocaleString("en-US", { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+}
+
+function formatRatio(ratio) {
+  return `${ratio.toLocaleString("en-US", { maximumFractionDigits: ratio < 100 ? 2 : 0 })}×`;
 }
 
 const DIRECT = "cargo bench --bench decisions";

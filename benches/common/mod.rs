@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use governor::Quota;
 use trickle::Limit;
@@ -68,12 +68,27 @@ impl<K> Replay<K> {
         allowed
     }
 
-    /// Times `count` decisions, for criterion's `iter_custom`.
+    /// Times `count` decisions, for criterion's `iter_custom`, on this thread's CPU clock.
     pub fn time(&mut self, count: u64, decide: impl FnMut(&K, u64) -> bool) -> Duration {
-        let start = Instant::now();
+        let start = thread_cpu_time();
         black_box(self.run(count, decide));
-        start.elapsed()
+        thread_cpu_time().saturating_sub(start)
     }
+}
+
+/// The CPU time this thread has used. The benchmarks time with it rather than the wall
+/// clock: on a shared machine the wall clock also counts the time the scheduler gives to
+/// other processes, which landed unevenly on the two sides of a ratio (criterion runs them
+/// one after the other) and moved ratios by 2× between runs.
+fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a pointer to a live local.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "the thread's CPU clock is readable");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 /// xorshift64*: a fixed, dependency-free pseudo-random source, so every run and every
