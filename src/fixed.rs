@@ -15,33 +15,41 @@ pub struct FixedState {
 }
 
 impl Rolling for FixedState {
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> FixedState {
-        let same_window = at_ms / limit.window_ms() == self.latest_ms / limit.window_ms();
-        FixedState {
+    /// How far into its window the latest time is, in ms.
+    type Position = u64;
+
+    /// One division finds where `at_ms` falls; the latest time (never later) was in the
+    /// same window iff it is not before that window's start.
+    #[inline]
+    fn rolled(&self, limit: &Limit, at_ms: u64) -> (FixedState, u64) {
+        let elapsed_ms = at_ms % limit.window_ms();
+        let same_window = self.latest_ms >= at_ms - elapsed_ms;
+        let state = FixedState {
             current: if same_window { self.current } else { 0 },
             latest_ms: at_ms,
-        }
+        };
+        (state, elapsed_ms)
     }
 
     fn latest_ms(&self) -> u64 {
         self.latest_ms
     }
 
-    fn usage(&self, limit: &Limit) -> Usage {
+    fn usage(&self, limit: &Limit, _elapsed_ms: u64) -> Usage {
         Usage {
-            used_scaled: limit.scale(self.current),
+            used_scaled: limit.scale_tokens(self.current),
             counters: None,
         }
     }
 
     /// Nothing comes back before the next window begins, and then everything does.
-    fn wait_ms(&self, limit: &Limit, _cost: u64) -> u64 {
-        limit.window_ms() - self.latest_ms % limit.window_ms()
+    fn wait_ms(&self, limit: &Limit, elapsed_ms: u64, _cost: u64) -> u64 {
+        limit.window_ms() - elapsed_ms
     }
 
     /// Saturating is exact: a counter at u64::MAX is at or above N, which already refuses
     /// every cost until the window ends, as any larger count would.
-    fn spend(&mut self, _limit: &Limit, cost: u64) {
+    fn spend(&mut self, cost: u64) {
         self.current = self.current.saturating_add(cost);
     }
 }

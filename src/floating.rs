@@ -34,32 +34,34 @@ pub struct FloatingState {
     latest_ms: u64,
 }
 
-impl FloatingState {
-    fn counters(&self, limit: &Limit) -> Counters {
-        Counters {
-            previous: self.previous,
-            current: self.current,
-            elapsed_ms: self.latest_ms % limit.window_ms(),
-            window_ms: limit.window_ms(),
-        }
-    }
-}
-
 impl Rolling for FloatingState {
+    /// How far into its window the latest time is, in ms.
+    type Position = u64;
+
     /// Moving into the next window makes `previous = current, current = 0`; skipping a
-    /// whole window empties both.
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> FloatingState {
+    /// whole window empties both. One division finds where `at_ms` falls; which window the
+    /// latest time was in then follows by comparing it with that window's start.
+    #[inline]
+    fn rolled(&self, limit: &Limit, at_ms: u64) -> (FloatingState, u64) {
         let window_ms = limit.window_ms();
-        let (previous, current) = match at_ms / window_ms - self.latest_ms / window_ms {
-            0 => (self.previous, self.current),
-            1 => (self.current, 0),
-            _ => (0, 0),
+        let elapsed_ms = at_ms % window_ms;
+        let start_ms = at_ms - elapsed_ms;
+        // latest_ms ≤ at_ms, so it is in this window, in the one before (which began
+        // W before this one), or earlier; written without subtracting W from start_ms,
+        // which is 0 in the first window.
+        let (previous, current) = if self.latest_ms >= start_ms {
+            (self.previous, self.current)
+        } else if start_ms - self.latest_ms <= window_ms {
+            (self.current, 0)
+        } else {
+            (0, 0)
         };
-        FloatingState {
+        let state = FloatingState {
             previous,
             current,
             latest_ms: at_ms,
-        }
+        };
+        (state, elapsed_ms)
     }
 
     fn latest_ms(&self) -> u64 {
@@ -67,15 +69,23 @@ impl Rolling for FloatingState {
     }
 
     /// `used × W = previous × (W − e) + current × W`, exact.
-    fn usage(&self, limit: &Limit) -> Usage {
-        let counters = self.counters(limit);
-        // Saturating is exact enough here: a sum past u128::MAX is over every N × W.
-        let previous = self
-            .previous
-            .saturating_mul(u128::from(counters.overlap_ms()));
+    #[inline]
+    fn usage(&self, limit: &Limit, elapsed_ms: u64) -> Usage {
+        let overlap_ms = limit.window_ms() - elapsed_ms;
+        let previous = match u64::try_from(self.previous) {
+            // A u64 times a u64 fits a u128: one multiplication.
+            Ok(previous) => u128::from(previous) * u128::from(overlap_ms),
+            Err(_) => self.previous.saturating_mul(u128::from(overlap_ms)),
+        };
         Usage {
+            // Saturating is exact enough here: a sum past u128::MAX is over every N × W.
             used_scaled: previous.saturating_add(limit.scale(self.current)),
-            counters: Some(counters),
+            counters: Some(Counters {
+                previous: self.previous,
+                current: self.current,
+                elapsed_ms,
+                window_ms: limit.window_ms(),
+            }),
         }
     }
 
@@ -83,14 +93,12 @@ impl Rolling for FloatingState {
     /// fits is found by one division: `previous × (W − e) ≤ (N − current − cost) × W`.
     /// When `current + cost > N` nothing in this window fits, and the same division is done
     /// for the next window, where `previous` will be today's `current`.
-    fn wait_ms(&self, limit: &Limit, cost: u64) -> u64 {
+    fn wait_ms(&self, limit: &Limit, elapsed_ms: u64, cost: u64) -> u64 {
         let window = u128::from(limit.window_ms());
-        let elapsed = u128::from(self.latest_ms % limit.window_ms());
+        let elapsed = u128::from(elapsed_ms);
         let tokens = u128::from(limit.tokens());
         let (previous, current, cost) = (self.previous, self.current, u128::from(cost));
-        // The first offset into a window whose previous window spent `spent` tokens at which
-        // `spent × (W − e) ≤ room`. Callers guarantee spent > 0.
-        let first_fit = |spent: u128, room: u128| window - (room / spent).min(window);
+        let first_fit = |spent: u128, room: u128| window - fitting_share(room, spent, window);
 
         let wait = if current <= tokens - cost {
             // Denied with room for the cost once enough of `previous` slides out, so previous > 0.
@@ -102,8 +110,20 @@ impl Rolling for FloatingState {
         saturate_ms(wait)
     }
 
-    fn spend(&mut self, _limit: &Limit, cost: u64) {
+    fn spend(&mut self, cost: u64) {
         // Saturating only after 2^64 charges of u64::MAX: past any reachable use.
         self.current = self.current.saturating_add(u128::from(cost));
+    }
+}
+
+/// `min(room / spent, window)`: how many ms of a previous window that spent `spent` tokens
+/// may still overlap before the request fits (the first fitting offset is `W` minus it).
+/// Callers guarantee `spent > 0`. When all three fit a `u64`, as they do unless `record`
+/// pushed a counter past 2^64 or N × W is beyond 2^64, a `u64` division gives the same
+/// quotient as the `u128` one, at a fraction of its cost.
+fn fitting_share(room: u128, spent: u128, window: u128) -> u128 {
+    match (u64::try_from(room), u64::try_from(spent)) {
+        (Ok(room), Ok(spent)) => u128::from(room / spent).min(window),
+        _ => (room / spent).min(window),
     }
 }

@@ -36,11 +36,28 @@ pub trait State {
 }
 
 /// The numbers a state reports for one decision, before they become a [`Decision`].
+#[derive(Clone, Copy)]
 pub(crate) struct Usage {
     /// `used × W`, exact.
     pub used_scaled: u128,
     /// The floating window's counters, for showing the formula.
     pub counters: Option<Counters>,
+}
+
+impl Usage {
+    /// The usage once an allowed `cost` is spent in the current window: `cost × W` more, and
+    /// `cost` more in the current counter. Exact, as the request fitted: the sum is at most
+    /// N × W and the counter at most N, so neither saturates, and nothing is worked out
+    /// again from the state.
+    fn after_spending(self, limit: &Limit, cost: u64) -> Usage {
+        Usage {
+            used_scaled: self.used_scaled + limit.scale_tokens(cost),
+            counters: self.counters.map(|counters| Counters {
+                current: counters.current + u128::from(cost),
+                ..counters
+            }),
+        }
+    }
 }
 
 /// Applies the shared rule to a request of `cost` at the effective time `at_ms`
@@ -60,7 +77,7 @@ pub(crate) fn judge(
         Outcome::Allowed
     } else if cost > limit.tokens() {
         Outcome::ExceedsLimit
-    } else if used_scaled <= limit.scale(limit.tokens() - cost) {
+    } else if used_scaled <= limit.scale_tokens(limit.tokens() - cost) {
         // used + c ≤ N, as used × W ≤ (N − c) × W: nothing here can overflow.
         Outcome::Allowed
     } else {
@@ -98,59 +115,71 @@ pub(crate) fn saturate_ms(wait: u128) -> u64 {
 
 /// A state small enough to copy, whose standing at any later time is computed from its
 /// fields alone: the floating window, the fixed window and the token bucket. Implementing
-/// this gives [`State`] with one shared flow for hit, peek and record.
+/// this gives [`State`] with one shared flow for hit, peek and record, which rolls the state
+/// once and works out its usage once per call.
 pub(crate) trait Rolling: Copy + Default {
-    /// The state as it stands at `at_ms` (not before the latest time seen).
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> Self;
+    /// What rolling found out about where the time falls (for the windows, how far into its
+    /// window), handed to the other methods so that they need not divide by W again.
+    type Position: Copy;
+
+    /// The state as it stands at `at_ms` (not before the latest time seen), and its position.
+    fn rolled(&self, limit: &Limit, at_ms: u64) -> (Self, Self::Position);
     /// The latest time seen.
     fn latest_ms(&self) -> u64;
-    /// The tokens in use, and the counters to show.
-    fn usage(&self, limit: &Limit) -> Usage;
+    /// The tokens in use, and the counters to show, at the state's position.
+    fn usage(&self, limit: &Limit, position: Self::Position) -> Usage;
     /// The smallest d ≥ 1 after which a denied `cost ≤ N` fits.
-    fn wait_ms(&self, limit: &Limit, cost: u64) -> u64;
-    /// Adds `cost` to the tokens in use.
-    fn spend(&mut self, limit: &Limit, cost: u64);
+    fn wait_ms(&self, limit: &Limit, position: Self::Position, cost: u64) -> u64;
+    /// Adds `cost` to the tokens in use; the position stays the same.
+    fn spend(&mut self, cost: u64);
 
-    /// Rolls to the effective time and applies the shared rule.
-    fn decide(&self, limit: &Limit, now_ms: u64, cost: u64) -> (Self, Outcome) {
-        let state = self.rolled(limit, now_ms.max(self.latest_ms()));
-        let used_scaled = state.usage(limit).used_scaled;
-        let outcome = judge(limit, now_ms, state.latest_ms(), used_scaled, cost, || {
-            state.wait_ms(limit, cost)
-        });
-        (state, outcome)
-    }
-
-    fn report(&self, limit: &Limit, cost: u64, outcome: Outcome) -> Decision {
-        decision(limit, self.latest_ms(), cost, outcome, self.usage(limit))
+    /// Rolls to the effective time and applies the shared rule: the rolled state, the usage
+    /// before the request, and the outcome.
+    #[inline]
+    fn decide(&self, limit: &Limit, now_ms: u64, cost: u64) -> (Self, Usage, Outcome) {
+        let (state, position) = self.rolled(limit, now_ms.max(self.latest_ms()));
+        let usage = state.usage(limit, position);
+        let outcome = judge(
+            limit,
+            now_ms,
+            state.latest_ms(),
+            usage.used_scaled,
+            cost,
+            || state.wait_ms(limit, position, cost),
+        );
+        (state, usage, outcome)
     }
 }
 
 impl<T: Rolling> State for T {
+    #[inline]
     fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (mut state, outcome) = self.decide(limit, now_ms, cost);
+        let (mut state, mut usage, outcome) = self.decide(limit, now_ms, cost);
         if outcome == Outcome::Allowed {
-            state.spend(limit, cost);
+            state.spend(cost);
+            usage = usage.after_spending(limit, cost);
         }
         *self = state;
-        state.report(limit, cost, outcome)
+        decision(limit, state.latest_ms(), cost, outcome, usage)
     }
 
     fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (state, outcome) = self.decide(limit, now_ms, cost);
-        state.report(limit, cost, outcome)
+        let (state, usage, outcome) = self.decide(limit, now_ms, cost);
+        decision(limit, state.latest_ms(), cost, outcome, usage)
     }
 
     fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let mut state = self.rolled(limit, now_ms.max(self.latest_ms()));
-        state.spend(limit, cost);
+        let (mut state, position) = self.rolled(limit, now_ms.max(self.latest_ms()));
+        // Not `after_spending`: a recorded cost may push the counters to saturation.
+        state.spend(cost);
         *self = state;
-        state.report(limit, cost, Outcome::Allowed)
+        let usage = state.usage(limit, position);
+        decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
     }
 
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
-        let state = self.rolled(limit, now_ms.max(self.latest_ms()));
-        state.usage(limit).used_scaled == 0
+        let (state, position) = self.rolled(limit, now_ms.max(self.latest_ms()));
+        state.usage(limit, position).used_scaled == 0
     }
 
     fn clear(&mut self) {

@@ -38,23 +38,26 @@ impl TokenBucketState {
 }
 
 impl Rolling for TokenBucketState {
+    /// The bucket has no windows: its state alone says where it stands.
+    type Position = ();
+
     /// Refills up to `at_ms`: N/W tokens per millisecond, never above capacity.
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> TokenBucketState {
+    #[inline]
+    fn rolled(&self, limit: &Limit, at_ms: u64) -> (TokenBucketState, ()) {
         // N × Δt / W tokens come back: split into whole tokens and 1/W units.
-        let refill = u128::from(limit.tokens()) * u128::from(at_ms - self.latest_ms);
-        let window = u128::from(limit.window_ms());
-        let (whole, part) = (refill / window, (refill % window) as u64);
+        let (whole, part) = refilled(limit, at_ms - self.latest_ms);
         let (owed, fraction) = match self.owed.checked_sub(whole) {
             Some(owed) if self.fraction >= part => (owed, self.fraction - part),
             // Borrow one whole token: fraction + W − part < W.
             Some(owed) if owed > 0 => (owed - 1, self.fraction + (limit.window_ms() - part)),
             _ => (0, 0),
         };
-        TokenBucketState {
+        let state = TokenBucketState {
             owed,
             fraction,
             latest_ms: at_ms,
-        }
+        };
+        (state, ())
     }
 
     fn latest_ms(&self) -> u64 {
@@ -63,7 +66,7 @@ impl Rolling for TokenBucketState {
 
     /// Saturates only past u128::MAX, which is above N × W for every limit, so decisions
     /// made on it stay exact; `wait_ms` works on the exact parts.
-    fn usage(&self, limit: &Limit) -> Usage {
+    fn usage(&self, limit: &Limit, _: ()) -> Usage {
         Usage {
             used_scaled: limit
                 .scale(self.owed)
@@ -73,14 +76,30 @@ impl Rolling for TokenBucketState {
     }
 
     /// The smallest d ≥ 1 with `used − N × d ≤ (N − cost) × W`: a ceiling division.
-    fn wait_ms(&self, limit: &Limit, cost: u64) -> u64 {
+    fn wait_ms(&self, limit: &Limit, _: (), cost: u64) -> u64 {
         match self.excess_scaled(limit, cost) {
             Some(excess) => saturate_ms(excess.div_ceil(u128::from(limit.tokens()))),
             None => u64::MAX,
         }
     }
 
-    fn spend(&mut self, _limit: &Limit, cost: u64) {
+    fn spend(&mut self, cost: u64) {
         self.owed = self.owed.saturating_add(u128::from(cost));
+    }
+}
+
+/// The tokens `elapsed_ms` gives back, `N × elapsed / W`, as whole tokens and 1/W units.
+/// In `u64` when `N × elapsed` fits one, as it does for any gap shorter than 2^64 / N ms:
+/// the same quotient and remainder as in `u128`, at a fraction of the cost.
+fn refilled(limit: &Limit, elapsed_ms: u64) -> (u128, u64) {
+    let window = limit.window_ms();
+    match limit.tokens().checked_mul(elapsed_ms) {
+        Some(refill) => (u128::from(refill / window), refill % window),
+        None => {
+            let refill = u128::from(limit.tokens()) * u128::from(elapsed_ms);
+            let window = u128::from(window);
+            // The remainder is below W, a u64.
+            (refill / window, (refill % window) as u64)
+        }
     }
 }
