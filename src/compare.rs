@@ -3,13 +3,21 @@
 //! sliding log), and how far past the limit it lets traffic through.
 //!
 //! The replay CLI's `--compare` and the accuracy study (`make accuracy`) both count with
-//! [`Comparison`], under one definition:
+//! [`Comparison`], under one definition, in two ways:
 //!
-//! - Every request goes to both limiters through `hit`, each with its own state. Each
-//!   answers from what it has itself allowed: the reference never learns what the
-//!   approximation let in, nor the other way round. Both see the same stream of requests;
-//!   a client that reacts to answers (waiting after a 429) is shown the approximation's
-//!   answers by whoever drives the comparison, since that is the limiter it talks to.
+//! - **Each on its own history**: every request goes to both limiters through `hit`, each
+//!   with its own state, and each answers from what it has itself allowed: the reference
+//!   never learns what the approximation let in, nor the other way round. Both see the
+//!   same stream of requests; a client that reacts to answers (waiting after a 429) is
+//!   shown the approximation's answers by whoever drives the comparison, since that is the
+//!   limiter it talks to. One early disagreement echoes: once the two have spent
+//!   differently, later answers differ too, even where neither is far from the limit.
+//! - **On the reference's history** (the same history): a shadow of the approximation is
+//!   kept in step with what the *reference* allowed. Before each request it is asked
+//!   (`peek`) what it would answer; it then spends (`record`) exactly what the reference
+//!   spent. Every request is so judged twice on one history, and a difference is the
+//!   approximation's own error, not an echo. Cloudflare's 0.003% for the floating window
+//!   compares the two methods on the same traffic in this way.
 //! - **Wrongly allowed**: the approximation allows a request the reference denies.
 //!   **Wrongly limited**: the approximation denies a request the reference allows. A
 //!   request larger than the whole limit is denied by both, so it never disagrees.
@@ -32,7 +40,8 @@ use crate::tokens::write_decimal;
 /// With `2/1s`, two tokens spent at 900 and 950 ms are all the floating window knows of
 /// its first window, so it takes them as spread evenly over it. At 1500 ms it counts half
 /// of them, `2 × 0.5 = 1`, and lets one more in; the sliding log still holds both (they
-/// come back at 1900 and 1950 ms) and denies it:
+/// come back at 1900 and 1950 ms) and denies it. On the log's history the answer is the
+/// same: having spent only what the log allowed (900 and 950), the floating window lets it in:
 ///
 /// ```
 /// use trickle::{Algorithm, Comparison, Disagreement};
@@ -43,9 +52,11 @@ use crate::tokens::write_decimal;
 /// comparison.hit(950, 1);
 /// let verdict = comparison.hit(1_500, 1);
 /// assert_eq!(verdict.disagreement(), Some(Disagreement::WronglyAllowed));
+/// assert_eq!(verdict.same_history_disagreement(), Some(Disagreement::WronglyAllowed));
 ///
 /// let accuracy = comparison.accuracy();
 /// assert_eq!((accuracy.requests, accuracy.wrongly_allowed), (3, 1));
+/// assert_eq!(accuracy.same_history_wrongly_allowed, 1);
 /// // 900, 950 and 1500 all lie in [900, 1900): 3 tokens where the limit is 2.
 /// assert_eq!(accuracy.worst_window, 3);
 /// assert_eq!(accuracy.worst_window_share().to_string(), "1.50");
@@ -55,20 +66,27 @@ use crate::tokens::write_decimal;
 pub struct Comparison {
     approximation: Limiter,
     reference: Limiter,
+    /// The approximation's algorithm, having spent exactly what `reference` allowed.
+    shadow: Limiter,
     requests: u64,
     wrongly_allowed: u64,
     wrongly_limited: u64,
+    same_history_wrongly_allowed: u64,
+    same_history_wrongly_limited: u64,
     approximation_windows: WindowSweep,
     reference_windows: WindowSweep,
 }
 
-/// Both answers to one request.
+/// The answers to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict {
-    /// What the limiter being measured answered.
+    /// What the limiter being measured answered, from its own history.
     pub approximation: Decision,
     /// What the reference answered.
     pub reference: Decision,
+    /// What the limiter being measured would answer had it spent exactly what the
+    /// reference allowed so far, asked at the time the reference decided (nothing spent).
+    pub same_history: Decision,
 }
 
 /// How the approximation's answer differs from the reference's.
@@ -81,6 +99,15 @@ pub enum Disagreement {
 }
 
 impl Disagreement {
+    /// How `approximation` differs from `reference`, if it does.
+    fn between(approximation: &Decision, reference: &Decision) -> Option<Disagreement> {
+        match (approximation.is_allowed(), reference.is_allowed()) {
+            (true, false) => Some(Disagreement::WronglyAllowed),
+            (false, true) => Some(Disagreement::WronglyLimited),
+            _ => None,
+        }
+    }
+
     /// `wrongly-allowed` or `wrongly-limited`, as the replay CLI writes it.
     pub fn name(&self) -> &'static str {
         match self {
@@ -91,13 +118,16 @@ impl Disagreement {
 }
 
 impl Verdict {
-    /// `None` when both answered alike.
+    /// How the approximation's own answer differs from the reference's; `None` when both
+    /// answered alike.
     pub fn disagreement(&self) -> Option<Disagreement> {
-        match (self.approximation.is_allowed(), self.reference.is_allowed()) {
-            (true, false) => Some(Disagreement::WronglyAllowed),
-            (false, true) => Some(Disagreement::WronglyLimited),
-            _ => None,
-        }
+        Disagreement::between(&self.approximation, &self.reference)
+    }
+
+    /// How the approximation's answer on the reference's history differs from the
+    /// reference's; `None` when both answered alike.
+    pub fn same_history_disagreement(&self) -> Option<Disagreement> {
+        Disagreement::between(&self.same_history, &self.reference)
     }
 }
 
@@ -108,28 +138,44 @@ impl Comparison {
         Comparison {
             approximation: Limiter::with_algorithm(approximation, limit),
             reference: Limiter::with_algorithm(reference, limit),
+            shadow: Limiter::with_algorithm(approximation, limit),
             requests: 0,
             wrongly_allowed: 0,
             wrongly_limited: 0,
+            same_history_wrongly_allowed: 0,
+            same_history_wrongly_limited: 0,
             approximation_windows: WindowSweep::default(),
             reference_windows: WindowSweep::default(),
         }
     }
 
     /// Decides a request of `cost` at `now_ms` with both limiters; each spends the cost if it
-    /// allows the request.
+    /// allows the request. The shadow is asked too, then spends what the reference spent.
     pub fn hit(&mut self, now_ms: u64, cost: u64) -> Verdict {
         let window_ms = self.approximation.limit().window_ms();
+        let reference = self.reference.hit(now_ms, cost);
+        // At the reference's time, not `now_ms`: after a clock went back, the shadow may
+        // not have seen the latest time (it only hears of allowed requests).
+        let same_history = self.shadow.peek(reference.at_ms, cost);
+        if reference.is_allowed() {
+            self.shadow.record(reference.at_ms, cost);
+        }
         let verdict = Verdict {
             approximation: self.approximation.hit(now_ms, cost),
-            reference: self.reference.hit(now_ms, cost),
+            reference,
+            same_history,
         };
         self.requests += 1;
-        match verdict.disagreement() {
-            Some(Disagreement::WronglyAllowed) => self.wrongly_allowed += 1,
-            Some(Disagreement::WronglyLimited) => self.wrongly_limited += 1,
-            None => {}
-        }
+        count(
+            verdict.disagreement(),
+            &mut self.wrongly_allowed,
+            &mut self.wrongly_limited,
+        );
+        count(
+            verdict.same_history_disagreement(),
+            &mut self.same_history_wrongly_allowed,
+            &mut self.same_history_wrongly_limited,
+        );
         self.approximation_windows
             .add(window_ms, &verdict.approximation);
         self.reference_windows.add(window_ms, &verdict.reference);
@@ -145,9 +191,20 @@ impl Comparison {
             requests: self.requests,
             wrongly_allowed: self.wrongly_allowed,
             wrongly_limited: self.wrongly_limited,
+            same_history_wrongly_allowed: self.same_history_wrongly_allowed,
+            same_history_wrongly_limited: self.same_history_wrongly_limited,
             worst_window: self.approximation_windows.worst,
             reference_worst_window: self.reference_windows.worst,
         }
+    }
+}
+
+/// Adds one to the count of `disagreement`'s kind, if there is one.
+fn count(disagreement: Option<Disagreement>, wrongly_allowed: &mut u64, wrongly_limited: &mut u64) {
+    match disagreement {
+        Some(Disagreement::WronglyAllowed) => *wrongly_allowed += 1,
+        Some(Disagreement::WronglyLimited) => *wrongly_limited += 1,
+        None => {}
     }
 }
 
@@ -187,8 +244,9 @@ impl WindowSweep {
     }
 }
 
-/// What a [`Comparison`] found: how many requests, how many answered differently, and the
-/// most tokens each limiter let into any W ms.
+/// What a [`Comparison`] found: how many requests, how many answered differently (each on
+/// its own history, and on the reference's), and the most tokens each limiter let into any
+/// W ms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Accuracy {
     /// The limit both limiters enforce.
@@ -199,10 +257,17 @@ pub struct Accuracy {
     pub reference: Algorithm,
     /// Requests compared.
     pub requests: u64,
-    /// Requests the approximation allowed and the reference denied.
+    /// Requests the approximation allowed and the reference denied, each on its own
+    /// history: these include echoes of earlier disagreements.
     pub wrongly_allowed: u64,
-    /// Requests the approximation denied and the reference allowed.
+    /// Requests the approximation denied and the reference allowed, each on its own history.
     pub wrongly_limited: u64,
+    /// Requests the reference denied that the approximation would have allowed on the
+    /// reference's history: its own errors, without echoes.
+    pub same_history_wrongly_allowed: u64,
+    /// Requests the reference allowed that the approximation would have denied on the
+    /// reference's history.
+    pub same_history_wrongly_limited: u64,
     /// The most tokens the approximation allowed within any W ms.
     pub worst_window: u128,
     /// The most tokens the reference allowed within any W ms: at most N for the sliding log.
@@ -210,9 +275,14 @@ pub struct Accuracy {
 }
 
 impl Accuracy {
-    /// Requests answered differently, either way.
+    /// Requests answered differently, either way, each on its own history.
     pub fn disagreements(&self) -> u64 {
         self.wrongly_allowed + self.wrongly_limited
+    }
+
+    /// Requests answered differently, either way, on the reference's history.
+    pub fn same_history_disagreements(&self) -> u64 {
+        self.same_history_wrongly_allowed + self.same_history_wrongly_limited
     }
 
     /// Wrongly allowed requests as a percentage of all requests (0 when there were none).
@@ -223,6 +293,16 @@ impl Accuracy {
     /// Wrongly limited requests as a percentage of all requests (0 when there were none).
     pub fn wrongly_limited_percent(&self) -> Ratio {
         self.percent(self.wrongly_limited)
+    }
+
+    /// Requests wrongly allowed on the reference's history, as a percentage of all requests.
+    pub fn same_history_wrongly_allowed_percent(&self) -> Ratio {
+        self.percent(self.same_history_wrongly_allowed)
+    }
+
+    /// Requests wrongly limited on the reference's history, as a percentage of all requests.
+    pub fn same_history_wrongly_limited_percent(&self) -> Ratio {
+        self.percent(self.same_history_wrongly_limited)
     }
 
     /// The approximation's worst window as a multiple of N: 1.50 is half again the limit.
@@ -241,15 +321,22 @@ impl Accuracy {
 }
 
 impl fmt::Display for Accuracy {
-    /// One line, as the replay CLI prints it after the rows:
+    /// Two lines, as the replay CLI prints them after the rows: each on its own history,
+    /// then on the reference's.
+    ///
     /// `floating against sliding-log: 3 requests, 1 wrongly allowed (33.333%), 0 wrongly
     /// limited (0.000%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 =
-    /// 1.00 x N)`.
+    /// 1.00 x N)`
+    ///
+    /// `floating judged on sliding-log's history: 1 wrongly allowed (33.333%), 0 wrongly
+    /// limited (0.000%)`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{} against {}: {} request{}, {} wrongly allowed ({:.3}%), {} wrongly limited \
-             ({:.3}%), at most {} tokens in any {} ms = {:.2} x N ({}: {} = {:.2} x N)",
+             ({:.3}%), at most {} tokens in any {} ms = {:.2} x N ({}: {} = {:.2} x N)\n\
+             {} judged on {}'s history: {} wrongly allowed ({:.3}%), {} wrongly limited \
+             ({:.3}%)",
             self.approximation,
             self.reference,
             self.requests,
@@ -264,6 +351,12 @@ impl fmt::Display for Accuracy {
             self.reference,
             self.reference_worst_window,
             self.reference_worst_window_share(),
+            self.approximation,
+            self.reference,
+            self.same_history_wrongly_allowed,
+            self.same_history_wrongly_allowed_percent(),
+            self.same_history_wrongly_limited,
+            self.same_history_wrongly_limited_percent(),
         )
     }
 }

@@ -316,6 +316,9 @@ fn the_summary_goes_to_stderr() {
 ///   1960       cost 3 > 2: never, for both. floating 2 × 0.04 + 1 = 1.08; log 1 (1950's).
 /// Floating allowed 900, 950 and 1500, all in [900, 1900): 3 tokens, 1.50 × N; the log at
 /// most 2.
+/// On the log's history floating has spent only 900 and 950: it allows 1500 and 1505
+/// (2 × 0.495 + 1 ≤ 2), both of which the log denies, and allows 1950 (2 × 0.05 + 1 ≤ 2)
+/// as the log does: 2 wrongly allowed, 0 wrongly limited. The echo at 1950 is gone.
 #[test]
 fn compare_adds_the_references_answer() {
     let input = "t_ms,cost\n900,1\n950,1\n1500,1\n1505,1\n1950,1\n1960,3\n";
@@ -340,7 +343,9 @@ fn compare_adds_the_references_answer() {
         run.stderr,
         "replayed 6 requests against 2/1s (floating): 3 allowed, 2 denied, 1 never fit\n\
          floating against sliding-log: 6 requests, 1 wrongly allowed (16.667%), 1 wrongly \
-         limited (16.667%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)\n"
+         limited (16.667%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)\n\
+         floating judged on sliding-log's history: 2 wrongly allowed (33.333%), 0 wrongly \
+         limited (0.000%)\n"
     );
 
     // The first six columns are what a replay without --compare writes.
@@ -360,6 +365,8 @@ fn compare_adds_the_references_answer() {
 #[test]
 fn compare_with_any_pair_and_with_itself() {
     // The fixed window lets 2 more in as its window turns at 1000; the log holds 999's.
+    // On the log's history too (it has spent 999's 2 in the first window only), but at
+    // 1999 it agrees with the log: the echo of 1000's 2 is gone.
     let input = "t_ms,cost\n999,2\n1000,2\n1999,2\n";
     let run = trickle(
         &[
@@ -383,8 +390,11 @@ fn compare_with_any_pair_and_with_itself() {
         ]
     );
     assert!(
-        run.stderr
-            .ends_with("at most 4 tokens in any 1000 ms = 2.00 x N (sliding-log: 2 = 1.00 x N)\n"),
+        run.stderr.ends_with(
+            "at most 4 tokens in any 1000 ms = 2.00 x N (sliding-log: 2 = 1.00 x N)\n\
+             fixed judged on sliding-log's history: 1 wrongly allowed (33.333%), 0 wrongly \
+             limited (0.000%)\n"
+        ),
         "{}",
         run.stderr
     );
@@ -416,6 +426,14 @@ fn compare_with_any_pair_and_with_itself() {
                  0 wrongly limited (0.000%)"
             )),
             "{algorithm}: {comparison}"
+        );
+        assert_eq!(
+            run.stderr.lines().nth(2).unwrap_or_default(),
+            format!(
+                "{algorithm} judged on {algorithm}'s history: 0 wrongly allowed (0.000%), \
+                 0 wrongly limited (0.000%)"
+            ),
+            "{algorithm}"
         );
         assert!(
             run.stdout.lines().skip(1).all(|row| row.ends_with(',')),
@@ -816,6 +834,7 @@ fn help_explains_it_all() {
             "reference_allowed,reference_used,disagreement",
             "wrongly-allowed",
             "wrongly-limited",
+            "on the reference's history",
         ] {
             assert!(run.stdout.contains(text), "{args:?}: no {text:?}");
         }

@@ -65,6 +65,9 @@ Comparing (--compare NAME):
   of all requests, and the most tokens --algorithm allowed within any WINDOW ms, as a
   multiple of TOKENS (N), with the reference's own figure after it. A client that
   reacts to 429s would have reacted to --algorithm's answers: the log is what it sent.
+  Once the two have spent differently, later answers can differ too: one disagreement
+  echoes. A third line counts without echoes, on the reference's history: each request
+  also asked of --algorithm as if it had spent exactly what the reference allowed.
 
   With tokens spent at 900 and 950 ms under 2/1s, the floating window takes them as
   spread evenly over its first window, so at 1500 ms it counts 2 x 0.5 = 1 and allows
@@ -78,6 +81,8 @@ Comparing (--compare NAME):
   replayed 3 requests against 2/1s (floating): 3 allowed, 0 denied, 0 never fit
   floating against sliding-log: 3 requests, 1 wrongly allowed (33.333%), 0 wrongly
   limited (0.000%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)
+  floating judged on sliding-log's history: 1 wrongly allowed (33.333%), 0 wrongly
+  limited (0.000%)
   900, 950 and 1500 all lie within [900, 1900): 3 tokens in 1000 ms where N is 2.
 
 Algorithms (every one allows a request of cost c iff used + c <= TOKENS):

@@ -1,7 +1,8 @@
 //! `trickle replay`: every request of a log through one limiter, one CSV row per decision.
 //! With `--compare NAME`, every request also goes through a second limiter, the reference,
 //! with its own state (see [`trickle::Comparison`] for what is counted); its answer is added
-//! to each row and the disagreements are summed up after them.
+//! to each row, and the disagreements are summed up after them twice: each limiter on its
+//! own history, then `--algorithm` judged on the reference's history.
 //!
 //! Rows are written as requests are decided, so a large log streams through in constant
 //! memory (the sliding log aside, which keeps a window of history), and a bad line late
@@ -29,7 +30,7 @@ pub struct Summary {
     pub allowed: u64,
     pub denied: u64,
     pub never_fit: u64,
-    /// With `--compare`: how the reference's answers differed.
+    /// With `--compare`: how the reference's answers differed (two more lines).
     pub compared: Option<Accuracy>,
 }
 
