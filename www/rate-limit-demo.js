@@ -200,6 +200,21 @@ function setAttributes(element, attributes) {
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
 }
 
+/**
+ * Sets `element`'s text unless it reads so already. While tokens come back the widget is
+ * redrawn on every animation frame, and most frames change few of its numbers: each write
+ * skipped is script and style work the frame does not do.
+ */
+function updateText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+/** Sets an attribute unless it holds `value` already; see updateText. */
+function updateAttribute(element, name, value) {
+  const text = String(value);
+  if (element.getAttribute(name) !== text) element.setAttribute(name, text);
+}
+
 /** "1 token", "6 tokens". */
 function count(amount, noun) {
   return `${amount} ${noun}${amount === 1 ? "" : "s"}`;
@@ -228,6 +243,18 @@ function formatExactWait(ms) {
 
 function statusLine(status) {
   return REASONS[status] ? `${status} ${REASONS[status]}` : String(status);
+}
+
+/**
+ * Shows a fixed window's count on the timeline, with the long name of the window while it
+ * fits in the window's visible part, `room` px (about 7 px a character), so that the count
+ * stays readable in a narrow element or a window just begun.
+ */
+function showWindowLabel(label, tokens, room) {
+  const shown = String(tokens);
+  const fits = (name) => `${name} · ${shown}`.length * 7 + 8 <= room;
+  updateText(label.name, label.names.find(fits) ?? label.names.at(-1));
+  updateText(label.countText, shown);
 }
 
 /** A whole number of tokens written in an attribute, or null. */
@@ -306,12 +333,17 @@ function formatTokens(amount) {
  */
 class Comparison {
   #core;
-  /** One per algorithm, in the order shown: `{ name, limiter, audit, cells }`. */
+  /**
+   * One per algorithm, in the order shown: `{ name, limiter, audit, cells, shownUsed,
+   * shownAdmitted }`, the last two what its cells show, null until drawn.
+   */
   #rows;
   #esi;
   #cost;
   #tokens;
   #windowMs;
+  /** W as the widget writes it, "8 s". */
+  #windowText;
   /** Whether both the floating window and the sliding log are shown, and so compared. */
   #judged;
   #presses = 0;
@@ -333,7 +365,14 @@ class Comparison {
     try {
       for (const name of names) {
         const limiter = new core.Limiter({ limit, algorithm: name });
-        this.#rows.push({ name, limiter, audit: null, cells: null });
+        this.#rows.push({
+          name,
+          limiter,
+          audit: null,
+          cells: null,
+          shownUsed: null,
+          shownAdmitted: null,
+        });
       }
       const { tokens, windowMs } = this.#rows[0].limiter;
       assertShowable(this.#rows[0].limiter, limit);
@@ -347,6 +386,7 @@ class Comparison {
       }
       this.#tokens = tokens;
       this.#windowMs = windowMs;
+      this.#windowText = formatWindow(windowMs);
     } catch (error) {
       this.free();
       throw error;
@@ -470,27 +510,45 @@ class Comparison {
       : { ...check, status: 429, cost: 0 };
   }
 
-  /** Draws every row as of `now`; returns whether anything still changes with time. */
+  /**
+   * Draws every row as of `now`; returns whether anything still changes with time. Called
+   * on every animation frame while it does, so a row's cells are written only when its
+   * numbers moved.
+   */
   render(now) {
     let changing = false;
     for (const row of this.#rows) {
       const { used, remaining } = row.limiter.peek(0, now);
       const admitted = row.audit.peek(0, now).used;
-      const { gauge, fill, used: usedText, admitted: admittedText, over } = row.cells;
-      usedText.textContent = formatTokens(used);
-      fill.style.width = `${Math.min(used / this.#tokens, 1) * 100}%`;
-      gauge.classList.toggle("full", remaining < this.#cost);
-      setAttributes(gauge, {
-        "aria-valuenow": String(Math.min(used, this.#tokens)),
-        "aria-valuetext": `${formatTokens(used)} of ${this.#tokens} tokens in use`,
-      });
-      admittedText.textContent = String(admitted);
-      over.textContent = this.#overLimit(admitted);
-      row.cells.row.classList.toggle("over", admitted > this.#tokens);
+      if (used !== row.shownUsed) {
+        row.shownUsed = used;
+        this.#showUsed(row.cells, used, remaining);
+      }
+      if (admitted !== row.shownAdmitted) {
+        row.shownAdmitted = admitted;
+        this.#showAdmitted(row.cells, admitted);
+      }
       changing ||= used > 0 || admitted > 0;
     }
     this.#showWindow(now, changing);
     return changing;
+  }
+
+  /** A row's tokens in use: the number and the gauge. */
+  #showUsed({ gauge, fill, used: usedText }, used, remaining) {
+    const shown = formatTokens(used);
+    updateText(usedText, shown);
+    fill.style.width = `${Math.min(used / this.#tokens, 1) * 100}%`;
+    gauge.classList.toggle("full", remaining < this.#cost);
+    gauge.setAttribute("aria-valuenow", String(Math.min(used, this.#tokens)));
+    gauge.setAttribute("aria-valuetext", `${shown} of ${this.#tokens} tokens in use`);
+  }
+
+  /** A row's tokens let in during the last W, and by how much that passed the limit. */
+  #showAdmitted({ admitted: admittedText, over, row }, admitted) {
+    admittedText.textContent = String(admitted);
+    updateText(over, this.#overLimit(admitted));
+    row.classList.toggle("over", admitted > this.#tokens);
   }
 
   /**
@@ -507,23 +565,34 @@ class Comparison {
 
   /**
    * Where the clock is in the fixed windows, so that a reader can time a burst at the end of
-   * one and the start of the next. The bar is a CSS animation, set to the clock here and
-   * then left running, so that it shows the windows passing even while the widget asks for
-   * no frames; the countdown in words is live only while something changes.
+   * one and the start of the next: the countdown in words, live only while something
+   * changes. The bar beside it keeps time by itself; see syncWindowBar.
    */
   #showWindow(now, changing) {
     if (!this.#window) return;
-    const windowText = formatWindow(this.#windowMs);
-    const elapsed = Math.floor(now) % this.#windowMs;
-    this.#windowProgress.style.animationDelay = `-${elapsed}ms`;
+    const windowText = this.#windowText;
     if (!changing) {
-      this.#window.textContent = `Fixed windows start every ${windowText}; the bar fills over each one.`;
+      const text = `Fixed windows start every ${windowText}; the bar fills over each one.`;
+      updateText(this.#window, text);
       return;
     }
+    const elapsed = Math.floor(now) % this.#windowMs;
     // Tenths of a second gone, rounded down, and to go, rounded up: they add up to W.
     const gone = `${(Math.floor(elapsed / 100) / 10).toFixed(1)} s`;
     const toGo = formatWait(this.#windowMs - elapsed);
-    this.#window.textContent = `This ${windowText} fixed window: ${gone} in · the next starts in ${toGo}`;
+    const text = `This ${windowText} fixed window: ${gone} in · the next starts in ${toGo}`;
+    updateText(this.#window, text);
+  }
+
+  /**
+   * Sets the bar that fills over each fixed window to the clock `now`. It is a CSS
+   * animation, left running from there, so that it shows the windows passing even while the
+   * widget asks for no frames; the element sets it again whenever it draws for a reason other
+   * than time passing (built, pressed, reset, put back on the page), never on every frame.
+   */
+  syncWindowBar(now) {
+    if (!this.#window) return;
+    this.#windowProgress.style.animationDelay = `-${Math.floor(now) % this.#windowMs}ms`;
   }
 
   #showCounts() {
@@ -554,7 +623,7 @@ class Comparison {
 
   #build() {
     const tokens = this.#tokens;
-    const windowText = formatWindow(this.#windowMs);
+    const windowText = this.#windowText;
     const head = html(
       "tr",
       {},
@@ -680,7 +749,11 @@ export class RateLimitDemo extends HTMLElement {
   #esi = false;
   /** Tokens one Hit spends; under costs="esi", what the check before answering asks for. */
   #cost = DEFAULT_COST;
-  /** Requests still on the timeline, oldest first: `{ t, cost, allowed, lane }`. */
+  /**
+   * Requests still on the timeline, oldest first: `{ t, cost, allowed, lane, node,
+   * expired, layout }`, with the mark drawn for each, whether it is drawn faded, and the
+   * timeline layout it was placed in.
+   */
   #history = [];
   /**
    * Tokens charged in the last fixed windows, by window number (t / W), counted as requests
@@ -691,7 +764,9 @@ export class RateLimitDemo extends HTMLElement {
   /** True while the picture changes with time: tokens in use, or hits still sliding left. */
   #changing = false;
   #onScreen = true;
-  #cancelScheduled = null;
+  /** The animation frame (or, for reduced motion, the timer) the next redraw waits for, or 0. */
+  #frame = 0;
+  #timer = 0;
   #timelineWidth = 0;
   #ready;
 
@@ -705,6 +780,9 @@ export class RateLimitDemo extends HTMLElement {
   #numbers = {};
   #gauge;
   #gaugeFill;
+  /** The `used` and `remaining` the gauge and the tokens left show, null until drawn. */
+  #shownUsed = null;
+  #shownRemaining = null;
   #remaining;
   #timeline;
   #track = {};
@@ -898,6 +976,7 @@ export class RateLimitDemo extends HTMLElement {
     const answered = this.#esi ? Number(status ?? 200) : undefined;
     if (this.#esi) this.#core.esiCost(answered);
     const detail = this.#comparison.hit(answered, performance.now());
+    this.#comparison.syncWindowBar(detail.t);
     this.#changing = this.#comparison.render(detail.t);
     this.#answer.replaceChildren(...this.#comparison.announce(detail));
     this.dispatchEvent(
@@ -917,8 +996,7 @@ export class RateLimitDemo extends HTMLElement {
     }
     if (!this.#limiter) return;
     this.#limiter.reset();
-    this.#history = [];
-    this.#spentByWindow.clear();
+    this.#forget();
     this.#showHint();
     this.#renderNow();
   }
@@ -941,6 +1019,13 @@ export class RateLimitDemo extends HTMLElement {
     return this.#live;
   }
 
+  /** Empties the timeline and the fixed windows' counts. */
+  #forget() {
+    this.#history = [];
+    this.#spentByWindow.clear();
+    this.#track.marks?.replaceChildren();
+  }
+
   #reflect(name, value) {
     if (value === null || value === undefined) this.removeAttribute(name);
     else this.setAttribute(name, String(value));
@@ -955,8 +1040,7 @@ export class RateLimitDemo extends HTMLElement {
     this.#comparison?.free();
     this.#comparison?.element.remove();
     this.#comparison = null;
-    this.#history = [];
-    this.#spentByWindow.clear();
+    this.#forget();
     if (this.compare !== null) {
       this.#rebuildComparison();
       return;
@@ -996,6 +1080,7 @@ export class RateLimitDemo extends HTMLElement {
     this.#single.hidden = false;
     this.#buildHeading();
     this.#buildFormula();
+    this.#buildGauge();
     this.#buildButtons();
     this.#buildTimeline();
     this.#showHint();
@@ -1124,6 +1209,15 @@ export class RateLimitDemo extends HTMLElement {
     this.#formula.replaceChildren(...children);
   }
 
+  /** What the gauge shows of the limit itself: one segment per token while they are few. */
+  #buildGauge() {
+    const tokens = this.#limiter.tokens;
+    this.#gauge.style.setProperty("--tokens", String(tokens));
+    this.#gauge.classList.toggle("segmented", tokens <= 30);
+    this.#gauge.setAttribute("aria-valuemax", String(tokens));
+    this.#shownUsed = this.#shownRemaining = null;
+  }
+
   #buildButtons() {
     const button = (label, cost, status) => {
       const element = html(
@@ -1175,6 +1269,11 @@ export class RateLimitDemo extends HTMLElement {
       windowed,
       // Shaded only where it still counts, in part: the fixed window forgets it entirely.
       previousWindow: floating ? svg("rect", { class: "previous-window", ...band }) : null,
+      // What is placed in time (the fixed windows and the requests) sits in these groups,
+      // so that a frame moves it all by setting one transform on each; see #drawTimeline.
+      behind: floating ? svg("g") : null,
+      lines: windowed ? svg("g") : null,
+      slide: svg("g"),
       band: svg("rect", { class: "band", ...band }),
       overlap: floating ? svg("rect", { class: "overlap", ...band }) : null,
       overlapLabel: floating
@@ -1214,21 +1313,40 @@ export class RateLimitDemo extends HTMLElement {
         `sliding window · the last ${formatWindow(windowMs)}`,
         `the last ${formatWindow(windowMs)}`,
       ],
+      // The screen reader's summary: what stays the same, and what was last said.
+      summaryStart: `Timeline of the last ${formatWindow(2 * windowMs)}, now at the right.`,
+      summaryWindow: formatWindow(windowMs),
+      summary: null,
+      // Set by #layOutTimeline for the element's width, and by #drawTimeline.
+      width: 0,
+      /** Where now is drawn, and the band of the last W begins, in px. */
+      nowX: 0,
+      bandX: 0,
+      /** Pixels per ms. */
+      scale: 0,
+      /** The start of the fixed window shapes and marks are placed from, in ms. */
+      origin: null,
+      /** Counts the times every mark had to be placed again: on resizing, and each new W. */
+      layout: 0,
     };
+    track.behind?.append(track.previousWindow);
+    track.lines?.append(...track.boundaries);
+    track.slide.append(
+      ...[track.previousLabel?.box, track.currentLabel?.box, track.marks].filter(Boolean),
+    );
+    track.sliding = [track.behind, track.lines, track.slide].filter(Boolean);
     this.#track = track;
     this.#timeline.replaceChildren(
       ...[
-        track.previousWindow,
+        track.behind,
         track.band,
         track.overlap,
-        ...track.boundaries,
+        track.lines,
         track.bandEdge,
         track.now,
         track.axis,
         track.overlapLabel,
-        track.previousLabel?.box,
-        track.currentLabel?.box,
-        track.marks,
+        track.slide,
         track.start,
         track.middle,
         track.end,
@@ -1281,8 +1399,13 @@ export class RateLimitDemo extends HTMLElement {
     const closeMs = (MARK_SPACING * 2 * windowMs) / (this.#timelineWidth || FALLBACK_WIDTH);
     const last = this.#history.at(-1);
     const lane = last && detail.t - last.t < closeMs ? (last.lane + 1) % TIMELINE.lanes : 0;
-    this.#history.push({ t: detail.t, cost: detail.cost, allowed: detail.allowed, lane });
-    if (this.#history.length > MAX_MARKS) this.#history.shift();
+    const { t, cost, allowed } = detail;
+    const hit = { t, cost, allowed, lane, node: null, expired: false, layout: -1 };
+    // Drawn once, and placed by the next #drawTimeline.
+    hit.node = this.#mark(hit);
+    this.#track.marks.append(hit.node);
+    this.#history.push(hit);
+    if (this.#history.length > MAX_MARKS) this.#history.shift().node.remove();
     if (detail.allowed && detail.cost > 0) {
       const number = Math.floor(detail.t / windowMs);
       this.#spentByWindow.set(number, (this.#spentByWindow.get(number) ?? 0) + detail.cost);
@@ -1293,46 +1416,64 @@ export class RateLimitDemo extends HTMLElement {
     }
   }
 
+  /**
+   * Draws the widget after a change other than time passing: built, reset, put back on the
+   * page or resized. Compare mode's window bar is set to the clock then (see syncWindowBar).
+   */
   #renderNow() {
-    if (this.#comparison) {
-      this.#changing = this.#comparison.render(performance.now());
-      return;
-    }
-    this.#render(this.#limiter.peek(0, performance.now()));
+    const now = performance.now();
+    this.#comparison?.syncWindowBar(now);
+    this.#draw(now);
   }
 
-  /** Shows `decision`: the formula, the gauge, the timeline and when tokens come back. */
-  #render(decision) {
-    const { used, limit: tokens, remaining, t, windowMs } = decision;
-    // Hits older than the timeline's 2W no longer show.
-    while (this.#history.length && this.#history[0].t < t - 2 * windowMs) this.#history.shift();
+  /** Draws the widget as of `now`: all an animation frame does. */
+  #draw(now) {
+    if (this.#comparison) this.#changing = this.#comparison.render(now);
+    else this.#render(this.#limiter.peek(0, now));
+  }
 
-    const numbers = this.#numbers;
-    numbers.used.textContent = used.toFixed(2);
-    if (numbers.previous) {
-      numbers.previous.textContent = String(decision.previous);
-      numbers.overlap.textContent = decision.overlap.toFixed(3);
-      numbers.current.textContent = String(decision.current);
+  /**
+   * Shows `decision`: the formula, the gauge, the timeline and when tokens come back. Called
+   * on every animation frame while tokens come back, so it writes only what changed.
+   */
+  #render(decision) {
+    const { used, remaining, t, windowMs } = decision;
+    // Hits older than the timeline's 2W no longer show.
+    while (this.#history.length && this.#history[0].t < t - 2 * windowMs) {
+      this.#history.shift().node.remove();
     }
 
-    // `used` may pass the limit after ESI charges a response; the bar stops at full.
-    this.#gaugeFill.style.width = `${Math.min(used / tokens, 1) * 100}%`;
-    this.#gauge.style.setProperty("--tokens", String(tokens));
-    this.#gauge.classList.toggle("segmented", tokens <= 30);
-    this.#gauge.classList.toggle("full", remaining < this.#cost);
-    setAttributes(this.#gauge, {
-      "aria-valuemax": String(tokens),
-      "aria-valuenow": String(Math.min(used, tokens)),
-      "aria-valuetext": `${used.toFixed(2)} of ${tokens} tokens in use`,
-    });
-    // Only ESI's charge after answering can take `used` past the limit; say by how much.
-    this.#remaining.textContent =
-      used > tokens
-        ? `0 of ${tokens} left · ${(used - tokens).toFixed(2)} over`
-        : `${remaining} of ${tokens} left`;
-    this.#next.textContent = this.#whenTokensComeBack(decision);
+    const numbers = this.#numbers;
+    updateText(numbers.used, used.toFixed(2));
+    if (numbers.previous) {
+      updateText(numbers.previous, String(decision.previous));
+      updateText(numbers.overlap, decision.overlap.toFixed(3));
+      updateText(numbers.current, String(decision.current));
+    }
+    if (used !== this.#shownUsed || remaining !== this.#shownRemaining) {
+      this.#shownUsed = used;
+      this.#shownRemaining = remaining;
+      this.#showGauge(decision);
+    }
+    updateText(this.#next, this.#whenTokensComeBack(decision));
     this.#drawTimeline(decision);
     this.#changing = used > 0 || this.#history.length > 0;
+  }
+
+  /** The gauge and the tokens left. */
+  #showGauge({ used, limit: tokens, remaining }) {
+    // `used` may pass the limit after ESI charges a response; the bar stops at full.
+    this.#gaugeFill.style.width = `${Math.min(used / tokens, 1) * 100}%`;
+    this.#gauge.classList.toggle("full", remaining < this.#cost);
+    this.#gauge.setAttribute("aria-valuenow", String(Math.min(used, tokens)));
+    this.#gauge.setAttribute("aria-valuetext", `${used.toFixed(2)} of ${tokens} tokens in use`);
+    // Only ESI's charge after answering can take `used` past the limit; say by how much.
+    updateText(
+      this.#remaining,
+      used > tokens
+        ? `0 of ${tokens} left · ${(used - tokens).toFixed(2)} over`
+        : `${remaining} of ${tokens} left`,
+    );
   }
 
   #whenTokensComeBack({ used, limit: tokens, remaining, t }) {
@@ -1344,19 +1485,20 @@ export class RateLimitDemo extends HTMLElement {
   }
 
   /**
-   * Draws the last 2W up to now, now at the right edge, so the sliding window of the last W
-   * is always the right half and the fixed windows move through it: a reader sees the
-   * previous window slide out of the band, and with it the overlap shrink.
+   * Places what does not move for a timeline `width` px wide: the band of the last W (always
+   * the right half), its edges, the axis and its ticks; and, relative to the start of the
+   * current fixed window, the fixed windows' shapes.
    */
-  #drawTimeline(decision) {
-    const { t: now, windowMs } = decision;
+  #layOutTimeline(width, windowMs) {
     const track = this.#track;
-    const width = this.#timelineWidth || FALLBACK_WIDTH;
     const left = TIMELINE.inset;
     const right = width - TIMELINE.inset;
-    const start = now - 2 * windowMs;
-    const x = (time) => left + ((time - start) / (2 * windowMs)) * (right - left);
-    const middle = x(now - windowMs);
+    const middle = left + (right - left) / 2;
+    track.width = width;
+    track.nowX = right;
+    track.bandX = middle;
+    track.scale = (right - left) / (2 * windowMs);
+    track.layout++;
 
     this.#timeline.setAttribute("viewBox", `0 0 ${width} ${TIMELINE.height}`);
     setAttributes(track.band, { x: middle, width: right - middle });
@@ -1370,79 +1512,116 @@ export class RateLimitDemo extends HTMLElement {
     const caption =
       track.captions.find((text) => text.length * 6.5 <= right - middle) ?? track.captions.at(-1);
     track.caption.setAttribute("x", (middle + right) / 2);
-    if (track.caption.textContent !== caption) track.caption.textContent = caption;
+    track.caption.textContent = caption;
+    if (!track.windowed) return;
 
-    let summary = `Timeline of the last ${formatWindow(2 * windowMs)}, now at the right.`;
+    // The current fixed window starts at 0, the previous one at −W.
+    const windowWidth = windowMs * track.scale;
+    setAttributes(track.boundaries[0], { x1: -windowWidth, x2: -windowWidth });
+    setAttributes(track.boundaries[1], { x1: 0, x2: 0 });
+    setAttributes(track.previousLabel.box, { x: -windowWidth, width: windowWidth });
+    track.currentLabel.box.setAttribute("x", 0);
+    if (track.overlap) {
+      setAttributes(track.previousWindow, { x: -windowWidth, width: windowWidth });
+      track.overlap.setAttribute("x", middle);
+    }
+  }
+
+  /**
+   * Draws the last 2W up to now, now at the right edge, so the sliding window of the last W
+   * is always the right half and the fixed windows move through it: a reader sees the
+   * previous window slide out of the band, and with it the overlap shrink.
+   *
+   * The fixed windows and the marks are placed once, relative to the start of the current
+   * fixed window, in groups that a frame slides left by setting one transform each; only a
+   * new W (or a new width) places them again. So a frame costs the same with 200 marks as
+   * with none, and it reads no layout.
+   */
+  #drawTimeline(decision) {
+    const { t: now, windowMs } = decision;
+    const track = this.#track;
+    const width = this.#timelineWidth || FALLBACK_WIDTH;
+    if (width !== track.width) this.#layOutTimeline(width, windowMs);
+    // Windows are aligned to multiples of W from time 0.
+    const currentStart = now - (decision.elapsedMs ?? now % windowMs);
+    if (currentStart !== track.origin) {
+      track.origin = currentStart;
+      track.layout++;
+    }
+    const { nowX: right, bandX: middle, scale } = track;
+    const currentX = right - (now - currentStart) * scale;
+    const slide = `translate(${currentX} 0)`;
+    for (const group of track.sliding) group.setAttribute("transform", slide);
+
+    let summary = track.summaryStart;
     // Requests before this time no longer count towards `used`, and are drawn faded.
     let countsFrom = -Infinity;
     if (track.windowed) {
-      // Windows are aligned to multiples of W from time 0.
-      const currentStart = now - (decision.elapsedMs ?? now % windowMs);
-      const previousStart = currentStart - windowMs;
       // Only the floating window reports its counters. For the fixed window, `used` is this
       // window's count, and the previous one's was counted as its requests came.
       const fixed = decision.previous === null;
-      const [previous, current] = fixed
-        ? [this.#spentByWindow.get(previousStart / windowMs) ?? 0, decision.used]
-        : [decision.previous, decision.current];
-      countsFrom = fixed ? currentStart : previousStart;
-      const previousX = x(previousStart);
-      const currentX = x(currentStart);
-      setAttributes(track.boundaries[0], { x1: previousX, x2: previousX });
-      setAttributes(track.boundaries[1], { x1: currentX, x2: currentX });
-      setAttributes(track.previousLabel.box, { x: previousX, width: currentX - previousX });
-      setAttributes(track.currentLabel.box, { x: currentX, width: right - currentX });
-      // The long name while it fits in the window's visible part (about 7 px a character),
-      // so that the count stays readable in a narrow element or a window just begun.
-      const showLabel = (label, tokens, room) => {
-        const fits = (name) => `${name} · ${tokens}`.length * 7 + 8 <= room;
-        label.name.textContent = label.names.find(fits) ?? label.names.at(-1);
-        label.countText.textContent = String(tokens);
-      };
-      showLabel(track.previousLabel, previous, currentX - previousX);
-      showLabel(track.currentLabel, current, right - currentX);
+      const previous = fixed
+        ? (this.#spentByWindow.get(currentStart / windowMs - 1) ?? 0)
+        : decision.previous;
+      const current = fixed ? decision.used : decision.current;
+      countsFrom = fixed ? currentStart : currentStart - windowMs;
+      // The current window's label is cut off at now.
+      track.currentLabel.box.setAttribute("width", right - currentX);
+      showWindowLabel(track.previousLabel, previous, windowMs * scale);
+      showWindowLabel(track.currentLabel, current, right - currentX);
       summary += ` Previous fixed window: ${count(previous, "token")};`;
       summary += ` this window: ${count(current, "token")}.`;
 
       if (track.overlap) {
-        setAttributes(track.previousWindow, { x: previousX, width: currentX - previousX });
         // The part of the previous window still inside the sliding window: `overlap` of it.
         const overlapWidth = currentX - middle;
-        setAttributes(track.overlap, { x: middle, width: overlapWidth });
+        track.overlap.setAttribute("width", overlapWidth);
         track.overlapLabel.setAttribute("x", middle + overlapWidth / 2);
-        track.overlapLabel.textContent =
-          overlapWidth >= 48 ? `× ${decision.overlap.toFixed(3)}` : "";
-        summary += ` The sliding window of the last ${formatWindow(windowMs)} still covers`;
+        const factor = overlapWidth >= 48 ? `× ${decision.overlap.toFixed(3)}` : "";
+        updateText(track.overlapLabel, factor);
+        summary += ` The sliding window of the last ${track.summaryWindow} still covers`;
         summary += ` ${decision.overlap.toFixed(2)} of the previous window.`;
       }
     } else {
-      summary += ` The band is the last ${formatWindow(windowMs)}.`;
+      summary += ` The band is the last ${track.summaryWindow}.`;
       // The sliding log counts a request made at s until s + W; the token bucket has no
       // request that stops counting all at once.
       if (this.#limiter.algorithm === "sliding-log") countsFrom = now - windowMs + 1;
     }
 
-    const allowed = this.#history.filter((hit) => hit.allowed).length;
-    const denied = this.#history.length - allowed;
-    summary += ` Requests shown: ${allowed} allowed, ${denied} denied.`;
-    if (this.#timeline.getAttribute("aria-label") !== summary)
+    let allowed = 0;
+    for (const hit of this.#history) {
+      if (hit.allowed) allowed++;
+      if (hit.layout !== track.layout) this.#place(hit);
+      const expired = hit.t < countsFrom;
+      if (expired !== hit.expired) {
+        hit.expired = expired;
+        hit.node.classList.toggle("expired", expired);
+      }
+    }
+    summary += ` Requests shown: ${allowed} allowed, ${this.#history.length - allowed} denied.`;
+    if (summary !== track.summary) {
+      track.summary = summary;
       this.#timeline.setAttribute("aria-label", summary);
+    }
+  }
 
-    track.marks.replaceChildren(
-      ...this.#history.map((hit) => this.#mark(hit, x(hit.t), hit.t < countsFrom)),
-    );
+  /** Puts `hit`'s mark at its time and in its lane, relative to the current fixed window. */
+  #place(hit) {
+    const { origin, scale, layout } = this.#track;
+    const y = TIMELINE.baseline - hit.lane * TIMELINE.laneHeight;
+    hit.node.setAttribute("transform", `translate(${(hit.t - origin) * scale} ${y})`);
+    hit.layout = layout;
   }
 
   /**
    * An allowed request is a dot, with its cost in it when not 1 (hollow when it spent
    * nothing); a denied one is a cross, so the two differ by shape, not only by colour.
    */
-  #mark(hit, x, expired) {
-    const y = TIMELINE.baseline - hit.lane * TIMELINE.laneHeight;
+  #mark(hit) {
     const classes = ["mark", hit.allowed ? "allowed" : "denied"];
     if (hit.allowed && hit.cost === 0) classes.push("free");
-    if (expired) classes.push("expired");
-    const mark = svg("g", { class: classes.join(" "), transform: `translate(${x} ${y})` });
+    const mark = svg("g", { class: classes.join(" ") });
     if (!hit.allowed) {
       mark.append(svg("path", { d: CROSS }));
     } else if (hit.cost === 1) {
@@ -1462,31 +1641,30 @@ export class RateLimitDemo extends HTMLElement {
    */
   #schedule() {
     if (
-      this.#cancelScheduled ||
+      this.#frame ||
+      this.#timer ||
       !this.#changing ||
       !this.#live ||
       !this.isConnected ||
       !this.#onScreen
     )
       return;
-    const tick = () => {
-      this.#cancelScheduled = null;
-      if (!this.#live) return;
-      this.#renderNow();
-      this.#schedule();
-    };
-    if (reducedMotion?.matches) {
-      const timer = setTimeout(tick, 1000);
-      this.#cancelScheduled = () => clearTimeout(timer);
-    } else {
-      const frame = requestAnimationFrame(tick);
-      this.#cancelScheduled = () => cancelAnimationFrame(frame);
-    }
+    if (reducedMotion?.matches) this.#timer = setTimeout(this.#tick, 1000);
+    else this.#frame = requestAnimationFrame(this.#tick);
   }
 
+  /** One redraw; made once per element, not once per frame. */
+  #tick = () => {
+    this.#frame = this.#timer = 0;
+    if (!this.#live) return;
+    this.#draw(performance.now());
+    this.#schedule();
+  };
+
   #stop() {
-    this.#cancelScheduled?.();
-    this.#cancelScheduled = null;
+    cancelAnimationFrame(this.#frame);
+    clearTimeout(this.#timer);
+    this.#frame = this.#timer = 0;
   }
 }
 
