@@ -51,7 +51,7 @@ replay: cli
 
 # What a docs page downloads for the widget, gzip -9 as a server would send it.
 size: wasm
-	@scripts/size.sh $(PKG)/trickle_bg.wasm $(PKG)/trickle.js www/rate-limit-demo.js www/rate-limit-demo.css
+	@scripts/size.sh $(PKG)/trickle_bg.wasm $(PKG)/trickle.js $(PKG)/snippets/*/*.js www/rate-limit-demo.js www/rate-limit-demo.css
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
 # the fixed window and the token bucket against the sliding log, as the README's table.
