@@ -1083,6 +1083,11 @@ export class RateLimitDemo extends HTMLElement {
     this.#buildGauge();
     this.#buildButtons();
     this.#buildTimeline();
+    this.#showPanel();
+  }
+
+  /** Shows the built panel in place of the loading note or an old error, and draws it. */
+  #showPanel() {
     this.#showHint();
     this.#loading.hidden = true;
     this.#error.hidden = true;
@@ -1133,12 +1138,7 @@ export class RateLimitDemo extends HTMLElement {
     this.#single.after(comparison.element);
     this.#buildHeading();
     this.#buildButtons();
-    this.#showHint();
-    this.#loading.hidden = true;
-    this.#error.hidden = true;
-    this.#panel.hidden = false;
-    this.#renderNow();
-    this.#schedule();
+    this.#showPanel();
   }
 
   /** Shows `message` (and a detail, such as the browser's own error) in place of the widget. */
