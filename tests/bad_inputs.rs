@@ -6,6 +6,8 @@
 //!
 //! Next to the errors, the edges that are not errors: costs of 0 and `u64::MAX`, records of
 //! `u64::MAX`, times at `u64::MAX`, and numbers beyond 2^53, each with its exact answer.
+//! Limit texts that look odd but are valid (whitespace, leading zeros, beyond 2^53) are in
+//! `tests/limit.rs`'s table of parsed limits.
 
 use trickle::esi::cost_for_status;
 use trickle::{Algorithm, Limit, LimitError, Limiter, Outcome};
@@ -86,32 +88,6 @@ fn limit_text_errors_say_what_is_allowed() {
         };
         assert_eq!(&message, expected, "{text:?}");
         assert!(!message.contains('\n'), "{text:?}: one line");
-    }
-}
-
-/// Not errors, though they look odd: each reads as exactly the limit it says.
-#[rustfmt::skip]
-const LIMIT_TEXTS_ACCEPTED: &[(&str, u64, u64)] = &[
-    (" 6/8s ",          6, 8_000),
-    ("\t6/8s\n",        6, 8_000),
-    ("06/008s",         6, 8_000),
-    // Beyond 2^53, where a JavaScript number would round: exact here.
-    ("9007199254740993/1ms", 9_007_199_254_740_993, 1),
-    ("18446744073709551615/18446744073709551615ms", MAX, MAX),
-    ("1/5124095576030h", 1, 5_124_095_576_030 * 3_600_000),
-];
-
-#[test]
-fn limit_texts_at_the_edges_read_exactly() {
-    for &(text, tokens, window_ms) in LIMIT_TEXTS_ACCEPTED {
-        let limit: Limit = text
-            .parse()
-            .unwrap_or_else(|error| panic!("{text:?}: {error}"));
-        assert_eq!(
-            (limit.tokens(), limit.window_ms()),
-            (tokens, window_ms),
-            "{text:?}"
-        );
     }
 }
 

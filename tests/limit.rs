@@ -18,6 +18,8 @@ const PARSED: &[(&str, u64, u64)] = &[
     ("\t150/15m ",                                   150,  900_000),
     // Leading zeros are still whole numbers.
     ("06/008s",                                      6,    8_000),
+    // Beyond 2^53, where a JavaScript number would round: exact here.
+    ("9007199254740993/1ms",                         9_007_199_254_740_993, 1),
     ("18446744073709551615/18446744073709551615ms",  MAX,  MAX),
     // The longest windows each unit can write: floor(u64::MAX / unit).
     ("1/18446744073709551s",                         1,    18_446_744_073_709_551_000),
