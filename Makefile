@@ -10,35 +10,50 @@ EXAMPLE ?= examples/esi-burst.csv
 
 # npm's wasm-opt must shadow Debian's (/usr/bin/wasm-opt 108 silently breaks wasm-bindgen
 # output), and tools installed by `cargo install` live in ~/.cargo/bin.
-export PATH := $(CURDIR)/tests/e2e/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+export PATH := $(CURDIR)/www/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 
 WASM_PACK = wasm-pack
+WASM_CRATE = crates/trickle-wasm
 PKG = www/pkg
+PACKAGE_DIR = packages/rate-limit-demo
+SITE = target/site
 
-.PHONY: all setup setup-browser build wasm cli demo replay size book \
-	test fmt lint unit doc wasm-node wasm-browser e2e fuzz
+.PHONY: all setup setup-test build wasm package site cli demo replay size book \
+	test fmt lint unit doc wasm-node wasm-browser package-test e2e fuzz
 
 all: build
 
+# What building needs; setup-test adds what the tests need (Chromium, playwright, mdBook).
 setup:
 	@scripts/setup.sh
 
-setup-browser:
-	@scripts/setup.sh browser
+setup-test:
+	@scripts/setup.sh test
 
-build: wasm cli
+build: package cli
 
-# The release WebAssembly build and its JS glue, next to the element: www/ is then a static
-# site any server can host.
+# The release WebAssembly build of crates/trickle-wasm and its JS glue, in www/pkg/, where
+# the element's source imports it from.
 wasm: setup
-	$(WASM_PACK) build --target web --profile wasm-release --mode no-install --no-pack --out-dir $(PKG)
+	$(WASM_PACK) build $(WASM_CRATE) --target web --profile wasm-release --mode no-install \
+		--no-pack --out-name trickle --out-dir $(CURDIR)/$(PKG)
+
+# The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
+# then `npm pack` into target/package/rate-limit-demo-<version>.tgz, the artifact.
+package: wasm
+	node www/build.mjs
+
+# The docs page as a site a docs author would host: www/'s page beside the files of the
+# packed tarball, so that what is served, and tested, is what ships.
+site: package
+	@scripts/site.sh $(SITE)
 
 cli: setup
 	$(CARGO) build --release --locked
 
 # Builds, then serves the docs page on 127.0.0.1 until Ctrl-C.
-demo: build
-	@node scripts/serve.mjs www $(PORT)
+demo: site
+	@node scripts/serve.mjs $(SITE) $(PORT)
 
 # The replay CLI on an example request log: a client that fires too fast, meets 429s,
 # waits out Retry-After and recovers. Try: make replay LIMIT=150/15m EXAMPLE=your-log.csv
@@ -49,9 +64,12 @@ replay: cli
 	@if command -v column >/dev/null; then column -s, -t < target/replay.csv; else cat target/replay.csv; fi
 	@cat target/replay.summary
 
-# What a docs page downloads for the widget, gzip -9 as a server would send it.
-size: wasm
-	@scripts/size.sh $(PKG)/trickle_bg.wasm $(PKG)/trickle.js $(PKG)/snippets/*/*.js www/rate-limit-demo.js www/rate-limit-demo.css
+# What a docs page downloads for one widget, gzip -9 as a server would send it, and what
+# compare mode adds.
+size: package
+	@scripts/size.sh $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
+	@echo "compare mode adds:"
+	@scripts/size.sh $(PACKAGE_DIR)/dist/compare.js
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
 # the fixed window and the token bucket against the sliding log, as the README's table.
@@ -62,21 +80,21 @@ accuracy:
 	@cat target/accuracy.md
 
 # The mdBook in docs/book/, built into target/book/ the way the README tells a docs author to
-# embed the widget: its files copied into the book's src/ (gitignored here), then mdbook build.
-BOOK_WIDGET = www/rate-limit-demo.js www/rate-limit-demo.css $(PKG)
-book: wasm
+# embed the widget: the package's dist/ files copied into the book's src/ (gitignored here),
+# then mdbook build.
+book: package
 	@scripts/setup.sh book
-	cp -R $(BOOK_WIDGET) docs/book/src/
+	cp $(PACKAGE_DIR)/dist/*.js $(PACKAGE_DIR)/dist/*.wasm docs/book/src/
 	mdbook build docs/book
 
-test: setup-browser fmt lint unit doc wasm-node wasm-browser e2e
+test: setup-test fmt lint unit doc wasm-node wasm-browser e2e
 
 fmt:
 	$(CARGO) fmt --all -- --check
 
 lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
-	$(CARGO) clippy --locked --lib --tests --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --lib --tests --target wasm32-unknown-unknown -- -D warnings
 
 # Unit, integration, CLI and doc tests, natively.
 unit:
@@ -86,16 +104,18 @@ unit:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
 
-# The JS boundary (tests/web.rs) as WebAssembly, under Node and in headless Chromium. The
-# suite names no environment, so the runner picks Node unless WASM_BINDGEN_USE_BROWSER is set.
+# The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
+# Chromium. The suite names no environment, so the runner picks Node unless
+# WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
-	$(WASM_PACK) test --node --mode no-install -- --locked --test web
+	$(WASM_PACK) test $(WASM_CRATE) --node --mode no-install -- --locked --test web
 
-wasm-browser: setup-browser
-	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test --headless --chrome --mode no-install -- --locked --test web
+wasm-browser: setup-test
+	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test $(WASM_CRATE) --headless --chrome --mode no-install -- --locked --test web
 
-# The element and the docs page in Debian's Chromium, against the release build.
-e2e: setup-browser wasm
+# The package, its tarball installed in a scratch project, the element and the docs page in
+# Debian's Chromium.
+e2e: setup-test site
 	npm test --prefix tests/e2e
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
@@ -109,7 +129,7 @@ fuzz:
 # bindings against plain JS in Node, the widget's animation frames in Chromium, each against
 # its baseline in the same run; then the table. A few minutes; not part of `make test`.
 .PHONY: bench
-bench: setup-browser wasm
+bench: setup-test site
 	$(CARGO) bench --locked --bench decisions --bench keyed
 	@mkdir -p target/bench
 	$(CARGO) run --locked --release --example heap_per_key > target/bench/bytes-per-key.csv

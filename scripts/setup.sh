@@ -2,9 +2,12 @@
 # Installs what the build and the tests need, skipping whatever is already in place, so
 # `make demo` and `make test` work on a fresh machine and cost seconds on a set-up one.
 #
-#   scripts/setup.sh          Rust components, the wasm32 target, wasm-pack, wasm-bindgen-cli,
-#                             and the npm packages (wasm-opt from npm's binaryen, playwright-core, axe-core)
-#   scripts/setup.sh browser  the same, plus Debian's Chromium and ChromeDriver, and mdBook
+#   scripts/setup.sh          what building needs, and nothing more: Rust's clippy and rustfmt,
+#                             the wasm32 target, wasm-pack, wasm-bindgen-cli, and www/'s npm
+#                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
+#   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
+#                             (playwright-core, axe-core, typescript), Debian's Chromium and
+#                             ChromeDriver, and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -39,16 +42,21 @@ if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $bindgen_version" 
     cargo install wasm-bindgen-cli --version "$bindgen_version" --force
 fi
 
-# npm's binaryen gives wasm-opt 132; Debian's wasm-opt 108 silently breaks wasm-bindgen output.
 # `npm ci` wipes node_modules, so run it only when the lockfile changed since the last run.
-stamp=tests/e2e/node_modules/.installed-from-lock
-if ! cmp -s tests/e2e/package-lock.json "$stamp"; then
-    say "installing npm packages for tests/e2e"
-    npm ci --prefix tests/e2e --no-audit --no-fund
-    cp tests/e2e/package-lock.json "$stamp"
-fi
+npm_install() {
+    local stamp="$1/node_modules/.installed-from-lock"
+    if ! cmp -s "$1/package-lock.json" "$stamp"; then
+        say "installing npm packages for $1"
+        npm ci --prefix "$1" --no-audit --no-fund
+        cp "$1/package-lock.json" "$stamp"
+    fi
+}
 
-if [ "${1:-}" = browser ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+# npm's binaryen gives wasm-opt 132; Debian's wasm-opt 108 silently breaks wasm-bindgen output.
+npm_install www
+if [ "${1:-}" = test ]; then npm_install tests/e2e; fi
+
+if [ "${1:-}" = test ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
     say "installing Debian's chromium and chromium-driver"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -60,7 +68,7 @@ fi
 # its default `serve` and `watch` features (a web server and a file watcher the build does not
 # need) it compiles 123 crates instead of 190, in 6.7 CPU-minutes instead of 11.0 here;
 # `search` keeps the book's search bar.
-if { [ "${1:-}" = browser ] || [ "${1:-}" = book ]; } &&
+if { [ "${1:-}" = test ] || [ "${1:-}" = book ]; } &&
     [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
     say "installing mdbook $MDBOOK_VERSION (a few minutes)"
     cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --features search

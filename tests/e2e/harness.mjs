@@ -1,6 +1,7 @@
-// Shared by the end-to-end tests: the release build of www/ served on 127.0.0.1, Debian's
-// Chromium driven by playwright-core (which downloads nothing), and test pages that exist
-// only inside the browser, so that www/ stays the site a docs author would copy.
+// Shared by the end-to-end tests: the site `make site` lays out from the packed tarball (the
+// docs page beside the package's files), served on 127.0.0.1; Debian's Chromium driven by
+// playwright-core (which downloads nothing); and test pages that exist only inside the
+// browser, so that the site stays the one a docs author would copy.
 
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,6 +13,8 @@ import { serve } from "../../scripts/serve.mjs";
 export const REPO = fileURLToPath(new URL("../..", import.meta.url));
 /** Where tests write what a person may want to look at: screenshots, timings. */
 export const ARTIFACTS = join(REPO, "target", "e2e");
+/** The docs page beside the packed tarball's files, as `make site` lays them out. */
+export const SITE = join(REPO, "target", "site");
 
 // Without the background-networking flags, Chromium keeps trying to reach Google's hosts,
 // which this machine's closed network refuses.
@@ -29,9 +32,10 @@ const CHROMIUM_ARGS = [
 /**
  * Starts the server and the browser. Returns a session for `open`; `session.close()` stops
  * both and removes the browser's temporary folders. `headers` go on every response the
- * server sends, such as a Content-Security-Policy; `root` is the folder served (default www/).
+ * server sends, such as a Content-Security-Policy; `root` is the folder served (default
+ * target/site).
  */
-export async function start({ headers, root = join(REPO, "www") } = {}) {
+export async function start({ headers, root = SITE } = {}) {
   await mkdir(ARTIFACTS, { recursive: true });
   // Chromium leaves org.chromium.Chromium.* folders in TMPDIR: keep them in our scratch.
   const scratch = await mkdtemp(join(tmpdir(), "trickle-e2e-"));

@@ -1,0 +1,727 @@
+import { assertShowable, readAlgorithms, readCompare, readCost } from "./attributes.js";
+import { html, sharedSheet, updateText } from "./dom.js";
+import {
+  algorithmLabel,
+  count,
+  formatExactWait,
+  formatTokens,
+  formatWait,
+  formatWindow,
+  statusLine,
+} from "./format.js";
+import { createGauge, showGauge } from "./gauge.js";
+import { CostTable, Limiter, load } from "./limiter.js";
+import { respond } from "./respond.js";
+import styles from "./styles.css";
+import { Timeline } from "./timeline.js";
+
+const DEFAULT_LIMIT = "6/8s";
+
+const FOOTNOTE =
+  "A limit is a safety net, not a target: spread requests out and honour Retry-After.";
+
+/** What `used` means for each algorithm that has no formula of terms to show. */
+const MEANINGS = {
+  "sliding-log": (tokens, windowText) => `tokens spent in the last ${windowText}`,
+  fixed: () => "tokens spent in this fixed window",
+  "token-bucket": (tokens, windowText) =>
+    `the bucket refills ${tokens} tokens every ${windowText}, evenly`,
+};
+
+const OBSERVED = ["limit", "algorithm", "algorithms", "cost", "costs", "compare"];
+
+// Importing this module must not throw where there is no DOM (a docs site's server-side
+// render imports it too), so nothing here touches the page until an element is made.
+const Base = globalThis.HTMLElement ?? class {};
+const reducedMotion = globalThis.matchMedia?.("(prefers-reduced-motion: reduce)");
+
+let baseSheet = null;
+let markedReady = false;
+/**
+ * Compare mode's module and stylesheet, fetched the first time a widget asks for them: a
+ * page of plain widgets never downloads it. `compareModule` is set once it has arrived.
+ */
+let comparePromise = null;
+let compareModule = null;
+
+function loadCompare() {
+  comparePromise ??= import("./compare.js").then((module) => {
+    compareModule = { ...module, sheet: sharedSheet(module.styles) };
+    return compareModule;
+  });
+  return comparePromise;
+}
+
+function message(error) {
+  return String(error?.message ?? error);
+}
+
+/**
+ * A rate limit a reader can press, for API docs. Each element runs its own limiter from
+ * trickle's Rust core compiled to WebAssembly, so every number it shows is the core's own
+ * answer. For the floating window it shows why a request fits or not, `used = previous ×
+ * overlap + current` with the real numbers, and a timeline on which the previous fixed
+ * window slides out of the last W. A value it cannot use is explained, as text, in place of
+ * the widget; fixing the attribute brings the widget back. Any change starts a fresh bucket.
+ *
+ * @tagname rate-limit-demo
+ * @summary A rate limit a reader can press: the formula with live numbers, the 429 and its Retry-After, the tokens coming back.
+ *
+ * @attr {string} limit - N tokens per window W, as ESI writes it: `6/8s`, `150/15m` (units `ms`, `s`, `m`, `h`). Default `6/8s`.
+ * @attr {string} algorithm - One of the core's algorithms: `floating` (default), `sliding-log`, `fixed`, `token-bucket`. Not with `compare`.
+ * @attr {string} cost - Tokens each Hit spends, a whole number from 0 to N. Default 1. With `costs`, what must fit before the server answers.
+ * @attr {string} costs - What each response costs, by status: `esi` (2XX 2, 3XX 1, 4XX 5, 429 0, 5XX 0) or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; the response is charged after answering.
+ * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
+ * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
+ *
+ * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown, with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`.
+ *
+ * @csspart panel - The card holding the live widget.
+ * @csspart error - The message shown in place of the widget when it cannot run.
+ * @csspart heading - The limit in words and as written.
+ * @csspart formula - `used = previous × overlap + current` with live numbers (one term for the other algorithms).
+ * @csspart previous - The floating window's previous-window count.
+ * @csspart overlap - The share of the previous window still inside the sliding window.
+ * @csspart current - The current window's count.
+ * @csspart used - Tokens in use (in each row, in compare mode).
+ * @csspart gauge - The bar of tokens in use.
+ * @csspart remaining - Whole tokens left.
+ * @csspart timeline - The last 2W, now at the right edge.
+ * @csspart next - When the next token, and all of them, come back.
+ * @csspart answer - The answer to the last press: the status line, and Retry-After on a 429.
+ * @csspart hit - A Hit button; with `costs`, one per status, each with `data-status`.
+ * @csspart reset - The Reset button.
+ * @csspart footnote - The reminder that a limit is a safety net, not a target.
+ * @csspart comparison - Compare mode's table and notes.
+ * @csspart row - One algorithm's row in compare mode, with `data-algorithm`.
+ * @csspart admitted - Tokens an algorithm let in during the last W.
+ * @csspart over - How far past the limit that was.
+ * @csspart response - An algorithm's answer to the last press.
+ * @csspart window - Where the clock is in the fixed windows.
+ * @csspart disagreements - The floating window's disagreements with the sliding log.
+ * @csspart wrongly-allowed - Presses the floating window let in and the log refused.
+ * @csspart wrongly-limited - Presses the floating window refused and the log let in.
+ * @csspart presses - Presses so far.
+ * @csspart disagreement-note - What a disagreement means.
+ *
+ * @cssprop --rate-limit-demo-accent - Buttons, the sliding window, the gauge.
+ * @cssprop --rate-limit-demo-allowed - 200 answers and allowed hits.
+ * @cssprop --rate-limit-demo-denied - 429 answers, denied hits, a full gauge.
+ * @cssprop --rate-limit-demo-background - The card.
+ * @cssprop --rate-limit-demo-foreground - Text.
+ * @cssprop --rate-limit-demo-muted - Labels and secondary text.
+ * @cssprop --rate-limit-demo-border - Borders and window boundaries.
+ * @cssprop --rate-limit-demo-font - Text.
+ * @cssprop --rate-limit-demo-mono-font - Numbers, the formula and the HTTP answer.
+ * @cssprop --rate-limit-demo-radius - Corners.
+ */
+export class RateLimitDemo extends Base {
+  static observedAttributes = OBSERVED;
+
+  /**
+   * Registers the element as `tag` in `registry`. A docs page may load the package twice;
+   * when the tag is taken already, this does nothing.
+   * @param {string} [tag]
+   * @param {CustomElementRegistry} [registry]
+   */
+  static define(tag = "rate-limit-demo", registry = customElements) {
+    if (!registry.get(tag)) registry.define(tag, this);
+    return this;
+  }
+
+  /** @type {Limiter | null} */
+  #limiter = null;
+  /** In compare mode, the algorithms side by side; then #limiter is null. */
+  #comparison = null;
+  /** The limiter of the first algorithm shown, in either mode: the limit's numbers. */
+  #first = null;
+  /** `{ cost, table }`: what a press spends, or asks to fit, and the cost table, if any. */
+  #pricing = { cost: 1, table: null };
+  #presses = 0;
+  /** Counts rebuilds, so that one waiting for compare mode's module knows if it is stale. */
+  #generation = 0;
+  /** True while the picture changes with time: tokens in use, or hits still sliding left. */
+  #changing = false;
+  #onScreen = true;
+  /** The animation frame (or, for reduced motion, the timer) the next redraw waits for, or 0. */
+  #frame = 0;
+  #timer = 0;
+  #loaded = false;
+  #ready;
+
+  #root;
+  #loading;
+  #error;
+  #panel;
+  #heading;
+  /** What only the single-algorithm widget shows: the formula, gauge, timeline, next. */
+  #single;
+  #formula;
+  #numbers = {};
+  #gaugeBox;
+  #gauge = null;
+  /** The `used` and `remaining` the gauge and the tokens left show, null until drawn. */
+  #shownUsed = null;
+  #shownRemaining = null;
+  #remaining;
+  #timeline;
+  #next;
+  #answer;
+  #buttons;
+
+  #visibility;
+  #resize;
+
+  constructor() {
+    super();
+    this.#root = this.attachShadow({ mode: "open" });
+    baseSheet ??= sharedSheet(styles);
+    this.#root.adoptedStyleSheets = [baseSheet];
+
+    this.#loading = html("p", { class: "loading" }, "Loading the rate-limit demo…");
+    this.#error = html("div", { part: "error", class: "error", hidden: "" });
+    this.#heading = html("p", { part: "heading", class: "heading" });
+    this.#formula = html("p", { part: "formula", class: "formula" });
+    this.#gaugeBox = html("div", { class: "meter" });
+    this.#remaining = html("span", { part: "remaining", class: "remaining" });
+    this.#timeline = new Timeline();
+    this.#next = html("p", { part: "next", class: "next" });
+    this.#answer = html("p", {
+      part: "answer",
+      class: "answer",
+      role: "status",
+      "aria-live": "polite",
+    });
+    this.#buttons = html("div", { class: "hits" });
+    const reset = html("button", { part: "reset", class: "reset", type: "button" }, "Reset");
+    reset.addEventListener("click", () => this.reset());
+
+    this.#single = html(
+      "div",
+      { class: "single" },
+      this.#formula,
+      this.#gaugeBox,
+      this.#timeline.element,
+      this.#next,
+    );
+    this.#panel = html(
+      "div",
+      { part: "panel", class: "panel", hidden: "" },
+      this.#heading,
+      this.#single,
+      html("div", { class: "controls" }, this.#buttons, reset),
+      this.#answer,
+      html("p", { part: "footnote", class: "footnote" }, FOOTNOTE),
+    );
+    this.#root.append(this.#loading, this.#error, this.#panel);
+
+    this.#visibility = new IntersectionObserver(([entry]) => {
+      this.#onScreen = entry.isIntersecting;
+      if (this.#onScreen) this.#schedule();
+      else this.#stop();
+    });
+    this.#resize = new ResizeObserver(([entry]) => {
+      this.#timeline.width = entry.contentRect.width;
+      if (this.#limiter) this.#renderNow();
+    });
+    this.#ready = this.#start();
+  }
+
+  /**
+   * Resolves to true once this element is interactive, or false if it shows an error
+   * instead (a bad attribute, WebAssembly that did not load). Never rejects.
+   * @type {Promise<boolean>}
+   */
+  get ready() {
+    return this.#ready;
+  }
+
+  /** @type {string} */
+  get limit() {
+    return this.getAttribute("limit") ?? DEFAULT_LIMIT;
+  }
+  set limit(value) {
+    this.#reflect("limit", value);
+  }
+
+  /** The attribute as written, or null for the default. @type {string | null} */
+  get algorithm() {
+    return this.getAttribute("algorithm");
+  }
+  set algorithm(value) {
+    this.#reflect("algorithm", value);
+  }
+
+  /** The attribute as written, or null for all of the core's. @type {string | null} */
+  get algorithms() {
+    return this.getAttribute("algorithms");
+  }
+  set algorithms(value) {
+    this.#reflect("algorithms", Array.isArray(value) ? value.join(" ") : value);
+  }
+
+  /** The attribute as written, or null for 1. @type {string | null} */
+  get cost() {
+    return this.getAttribute("cost");
+  }
+  set cost(value) {
+    this.#reflect("cost", value);
+  }
+
+  /** @type {string | null} */
+  get costs() {
+    return this.getAttribute("costs");
+  }
+  set costs(value) {
+    this.#reflect("costs", value);
+  }
+
+  /** Whether compare mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
+  get compare() {
+    const text = this.getAttribute("compare");
+    return text !== null && text !== "false";
+  }
+  set compare(value) {
+    if (value === true || value === "" || value === "true") this.setAttribute("compare", "");
+    else if (value === false || value === null || value === undefined || value === "false") {
+      this.removeAttribute("compare");
+    } else this.setAttribute("compare", String(value));
+  }
+
+  /** True while the element shows a working widget, of either kind. */
+  get #live() {
+    return this.#limiter !== null || this.#comparison !== null;
+  }
+
+  connectedCallback() {
+    // A page may set properties before this module has loaded; they then sit on the
+    // instance and hide the accessors. Pass them through so that they become attributes.
+    for (const name of OBSERVED) {
+      if (Object.hasOwn(this, name)) {
+        const value = this[name];
+        delete this[name];
+        this[name] = value;
+      }
+    }
+    this.#visibility.observe(this);
+    this.#resize.observe(this.#timeline.element);
+    if (this.#live) {
+      // Time went on while the element was away from the page.
+      this.#renderNow();
+      this.#schedule();
+    }
+  }
+
+  disconnectedCallback() {
+    this.#stop();
+    this.#visibility.disconnect();
+    this.#resize.disconnect();
+  }
+
+  attributeChangedCallback(name, oldValue, newValue) {
+    if (oldValue === newValue) return;
+    this.#rebuild();
+  }
+
+  /**
+   * Sends one request, as pressing Hit does, and returns the event's detail; null while the
+   * element is loading or shows an error. With `costs`, `status` (default: the table's first)
+   * is what the server answers, and must be one the table prices.
+   * @param {number} [status]
+   */
+  hit(status) {
+    if (!this.#live) return null;
+    const { table } = this.#pricing;
+    const answered = table ? (status ?? table.statuses[0]) : undefined;
+    const now = performance.now();
+    let detail;
+    if (this.#comparison) {
+      // Asked first, so that a status the table has no price for throws before any charge.
+      table?.cost(answered);
+      const result = this.#comparison.hit(answered, now);
+      detail = { ...result.decisions[0], ...result };
+      this.#comparison.syncWindowBar(now);
+      this.#changing = this.#comparison.render(now);
+      this.#answer.replaceChildren(...this.#comparison.announce(result));
+    } else {
+      const decision = Object.freeze({ ...respond(this.#limiter, this.#pricing, answered, now) });
+      this.#presses++;
+      detail = {
+        ...decision,
+        decisions: Object.freeze([decision]),
+        presses: this.#presses,
+        disagreement: null,
+        wronglyAllowed: null,
+        wronglyLimited: null,
+      };
+      this.#timeline.remember(decision);
+      this.#render(decision);
+      this.#showAnswer(decision);
+    }
+    Object.freeze(detail);
+    this.dispatchEvent(
+      new CustomEvent("rate-limit-decision", { bubbles: true, composed: true, detail }),
+    );
+    this.#schedule();
+    return detail;
+  }
+
+  /** Empties the bucket and the timeline. */
+  reset() {
+    if (!this.#live) return;
+    this.#presses = 0;
+    if (this.#comparison) this.#comparison.reset();
+    else {
+      this.#limiter.reset();
+      this.#timeline.forget();
+    }
+    this.#showHint();
+    this.#renderNow();
+  }
+
+  async #start() {
+    try {
+      await load();
+    } catch (error) {
+      this.#showError("This rate-limit demo could not load its WebAssembly module.", message(error));
+      return false;
+    }
+    // Fetched alongside, so that `ready` covers compare mode too; #rebuild shows a failure.
+    if (this.compare) await loadCompare().catch(() => {});
+    this.#loaded = true;
+    this.#rebuild();
+    if (this.#live && !markedReady) {
+      markedReady = true;
+      performance.mark("rate-limit-demo:ready");
+    }
+    return this.#live;
+  }
+
+  #reflect(name, value) {
+    if (value === null || value === undefined) this.removeAttribute(name);
+    else this.setAttribute(name, String(value));
+  }
+
+  /** Frees what the widget runs on: its limiters and their WebAssembly memory. */
+  #teardown() {
+    this.#stop();
+    this.#limiter?.free();
+    this.#limiter = null;
+    this.#comparison?.free();
+    this.#comparison?.element.remove();
+    this.#comparison = null;
+    this.#first = null;
+    this.#pricing.table?.free();
+    this.#pricing = { cost: 1, table: null };
+    this.#presses = 0;
+    this.#timeline.forget();
+  }
+
+  /** Builds fresh limiters from the attributes and the panel around them, or shows why not. */
+  #rebuild() {
+    if (!this.#loaded) return;
+    const generation = ++this.#generation;
+    this.#teardown();
+    const attribute = (name) => this.getAttribute(name);
+    const limit = this.limit;
+    let limiters = [];
+    let table = null;
+    let compare;
+    try {
+      compare = readCompare(attribute("compare"));
+      const names = readAlgorithms(
+        { compare, algorithm: attribute("algorithm"), algorithms: attribute("algorithms") },
+        Limiter.algorithms,
+      );
+      for (const algorithm of names) limiters.push(new Limiter({ limit, algorithm }));
+      assertShowable(limiters[0], limit);
+      const costs = attribute("costs");
+      if (costs !== null) table = this.#costTable(costs);
+      this.#pricing = { cost: readCost(attribute("cost"), limiters[0].tokens), table };
+    } catch (error) {
+      for (const limiter of limiters) limiter.free();
+      table?.free();
+      this.#showError(message(error));
+      return;
+    }
+    this.#first = limiters[0];
+    if (!compare) {
+      this.#limiter = limiters[0];
+      this.#buildSingle();
+      return;
+    }
+    if (compareModule) {
+      this.#buildComparison(compareModule, limiters);
+      return;
+    }
+    loadCompare().then(
+      (module) => {
+        if (generation !== this.#generation) {
+          for (const limiter of limiters) limiter.free();
+          return;
+        }
+        this.#buildComparison(module, limiters);
+      },
+      (error) => {
+        for (const limiter of limiters) limiter.free();
+        if (generation === this.#generation) {
+          this.#showError("Compare mode could not load.", message(error));
+        }
+      },
+    );
+  }
+
+  #costTable(text) {
+    try {
+      return new CostTable(text);
+    } catch (error) {
+      throw new Error(`costs="${text}" is not a cost table: ${message(error)}`);
+    }
+  }
+
+  #buildSingle() {
+    this.#single.hidden = false;
+    this.#buildHeading();
+    this.#buildFormula();
+    this.#gauge = createGauge(this.#limiter.tokens, { part: "gauge", "aria-label": "Tokens in use" });
+    this.#gaugeBox.replaceChildren(this.#gauge.element, this.#remaining);
+    this.#shownUsed = this.#shownRemaining = null;
+    this.#buildButtons();
+    this.#timeline.build(this.#limiter.algorithm, this.#limiter.windowMs);
+    this.#showPanel();
+  }
+
+  #buildComparison(module, limiters) {
+    try {
+      this.#comparison = new module.Comparison(Limiter, limiters, this.#pricing);
+    } catch (error) {
+      this.#showError(message(error));
+      return;
+    }
+    this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
+    this.#single.hidden = true;
+    this.#single.after(this.#comparison.element);
+    this.#buildHeading();
+    this.#buildButtons();
+    this.#showPanel();
+  }
+
+  /** Shows the built panel in place of the loading note or an old error, and draws it. */
+  #showPanel() {
+    this.#showHint();
+    this.#loading.hidden = true;
+    this.#error.hidden = true;
+    this.#panel.hidden = false;
+    this.#renderNow();
+    this.#schedule();
+  }
+
+  /** Shows `text` (and a detail, such as the browser's own error) in place of the widget. */
+  #showError(text, detail) {
+    this.#loading.hidden = true;
+    this.#panel.hidden = true;
+    const lines = [html("p", {}, text)];
+    if (detail) lines.push(html("p", { class: "error-detail" }, detail));
+    this.#error.replaceChildren(...lines);
+    this.#error.hidden = false;
+  }
+
+  #buildHeading() {
+    const { cost, table } = this.#pricing;
+    const { tokens, windowMs, limit } = this.#first;
+    // With costs that vary, a token is no longer a request.
+    const unit = table || cost !== 1 ? "token" : "request";
+    const perRequest = table || cost === 1 ? "" : ` · each request costs ${count(cost, "token")}`;
+    const what = this.#comparison
+      ? `${this.#comparison.algorithms.length} algorithms side by side`
+      : algorithmLabel(this.#limiter.algorithm);
+    this.#heading.replaceChildren(
+      html("strong", {}, `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
+      ` · ${what}${perRequest} `,
+      html("code", { class: "limit-code" }, limit),
+    );
+  }
+
+  /**
+   * The formula with one element per number. For the floating window every term of
+   * `used = previous × overlap + current` appears, each labelled with what it means.
+   */
+  #buildFormula() {
+    const { algorithm, tokens, windowMs } = this.#limiter;
+    const term = (part, label) => {
+      this.#numbers[part] = html("span", { part, class: "number" });
+      return html(
+        "span",
+        { class: "term" },
+        this.#numbers[part],
+        html("span", { class: "label" }, label),
+      );
+    };
+    const operator = (sign) => html("span", { class: "operator" }, sign);
+    this.#numbers = {};
+    const children = [html("span", { class: "name" }, "used"), operator("=")];
+    if (algorithm === "floating") {
+      children.push(
+        term("previous", "previous window"),
+        operator("×"),
+        term("overlap", "share still inside"),
+        operator("+"),
+        term("current", "this window"),
+        operator("="),
+        term("used", `of ${tokens} in use`),
+      );
+    } else {
+      children.push(term("used", `of ${tokens} in use`));
+      const meaning = MEANINGS[algorithm]?.(tokens, formatWindow(windowMs));
+      if (meaning) children.push(html("span", { class: "meaning" }, meaning));
+    }
+    this.#formula.replaceChildren(...children);
+  }
+
+  #buildButtons() {
+    const { cost, table } = this.#pricing;
+    const button = (label, spends, status) => {
+      const element = html(
+        "button",
+        { part: "hit", class: "hit", type: "button" },
+        label,
+        " ",
+        html("span", { class: "hit-cost" }, count(spends, "token")),
+      );
+      if (status !== undefined) element.dataset.status = String(status);
+      element.addEventListener("click", () => this.hit(status));
+      return element;
+    };
+    this.#buttons.replaceChildren(
+      ...(table
+        ? table.statuses.map((status) =>
+            button(`Hit → ${statusLine(status)}`, table.cost(status), status),
+          )
+        : [button("Hit", cost)]),
+    );
+  }
+
+  #showHint() {
+    const hint = this.#pricing.table
+      ? "Press a Hit button to send a request; the server charges for the answer after sending it."
+      : this.#comparison
+        ? "Press Hit to send one request to every algorithm at the same instant."
+        : "Press Hit to send a request.";
+    this.#answer.replaceChildren(html("span", { class: "hint" }, hint));
+  }
+
+  /** The answer the server would send, and what it means for the client. */
+  #showAnswer(decision) {
+    const { status, cost, used, limit: tokens, remaining } = decision;
+    const { cost: asked, table } = this.#pricing;
+    let code = statusLine(status);
+    let explanation;
+    if (decision.outcome === "exceeds-limit") {
+      explanation = `This request costs ${count(cost, "token")}, more than the whole limit of ${tokens}: no wait helps.`;
+    } else if (!decision.allowed) {
+      code += ` · Retry-After: ${decision.retryAfter}`;
+      // The header rounds up to whole seconds; the exact wait is what the core computed.
+      const verb = asked === 1 ? "fits" : "fit";
+      explanation = `${count(asked, "token")} ${verb} again in ${formatExactWait(decision.retryAfterMs)}`;
+      explanation += table ? "; the 429 itself costs nothing." : ".";
+    } else {
+      const left =
+        used > tokens
+          ? `${used.toFixed(2)} of ${tokens} in use, over the limit until it slides out`
+          : `${remaining} of ${tokens} left`;
+      explanation = `${table ? "Charged" : "Cost"} ${count(cost, "token")}${table ? " after answering" : ""}: ${left}.`;
+    }
+    this.#answer.replaceChildren(
+      html("span", { class: `code ${decision.allowed ? "allowed" : "denied"}` }, code),
+      " ",
+      html("span", { class: "explanation" }, explanation),
+    );
+  }
+
+  /**
+   * Draws the widget after a change other than time passing: built, reset, put back on the
+   * page or resized. Compare mode's window bar is set to the clock then (see syncWindowBar).
+   */
+  #renderNow() {
+    const now = performance.now();
+    this.#comparison?.syncWindowBar(now);
+    this.#draw(now);
+  }
+
+  /** Draws the widget as of `now`: all an animation frame does. */
+  #draw(now) {
+    if (this.#comparison) this.#changing = this.#comparison.render(now);
+    else this.#render(this.#limiter.peek(now, 0));
+  }
+
+  /**
+   * Shows `decision`: the formula, the gauge, the timeline and when tokens come back. Called
+   * on every animation frame while tokens come back, so it writes only what changed.
+   */
+  #render(decision) {
+    const { used, remaining, limit: tokens } = decision;
+    const numbers = this.#numbers;
+    updateText(numbers.used, used.toFixed(2));
+    if (numbers.previous) {
+      updateText(numbers.previous, String(decision.previous));
+      updateText(numbers.overlap, decision.overlap.toFixed(3));
+      updateText(numbers.current, String(decision.current));
+    }
+    if (used !== this.#shownUsed || remaining !== this.#shownRemaining) {
+      this.#shownUsed = used;
+      this.#shownRemaining = remaining;
+      showGauge(this.#gauge, used, remaining, this.#pricing.cost);
+      // Only a cost table's charge after answering can take `used` past the limit.
+      updateText(
+        this.#remaining,
+        used > tokens
+          ? `0 of ${tokens} left · ${(used - tokens).toFixed(2)} over`
+          : `${remaining} of ${tokens} left`,
+      );
+    }
+    updateText(this.#next, this.#whenTokensComeBack(decision));
+    this.#timeline.draw(decision);
+    this.#changing = used > 0 || this.#timeline.busy;
+  }
+
+  #whenTokensComeBack({ used, limit: tokens, remaining, t }) {
+    if (used === 0) return `All ${count(tokens, "token")} available`;
+    // `remaining` whole tokens fit now; the next whole one is back when one more would fit.
+    const nextMs = this.#limiter.peek(t, Math.floor(remaining) + 1).retryAfterMs;
+    const allMs = this.#limiter.peek(t, tokens).retryAfterMs;
+    return `1 token back in ${formatWait(nextMs)} · all ${tokens} back in ${formatWait(allMs)}`;
+  }
+
+  /**
+   * Keeps the picture moving while it changes: every frame, or once a second for readers
+   * who asked for less motion. Idle, hidden or off-screen elements ask for nothing.
+   */
+  #schedule() {
+    if (this.#frame || this.#timer || !this.#changing || !this.#live) return;
+    if (!this.isConnected || !this.#onScreen) return;
+    if (reducedMotion?.matches) this.#timer = setTimeout(this.#tick, 1000);
+    else this.#frame = requestAnimationFrame(this.#tick);
+  }
+
+  /** One redraw; made once per element, not once per frame. */
+  #tick = () => {
+    this.#frame = this.#timer = 0;
+    if (!this.#live) return;
+    this.#draw(performance.now());
+    this.#schedule();
+  };
+
+  #stop() {
+    cancelAnimationFrame(this.#frame);
+    clearTimeout(this.#timer);
+    this.#frame = this.#timer = 0;
+  }
+}
+
+/**
+ * Registers the element as `tag` (default `rate-limit-demo`) in `registry` (default the
+ * page's); does nothing if the tag is taken already.
+ */
+export function define(tag, registry) {
+  return RateLimitDemo.define(tag, registry);
+}

@@ -1,0 +1,285 @@
+/**
+ * The rate-limiter core on its own, for pages and tools that want its exact decisions without
+ * the element: the package's "./limiter" entry.
+ *
+ *   import { load, Limiter } from "rate-limit-demo/limiter";
+ *   await load();
+ *   const limiter = new Limiter({ limit: "6/8s", algorithm: "floating" });
+ *   limiter.hit(0).allowed;        // time first, in ms, as the Rust core takes it; cost 1
+ *   limiter.hit(2_500, 2).used;    // then the cost
+ *
+ * The decisions are the Rust core's, made in WebAssembly in exact integer arithmetic. This
+ * module checks what JavaScript passes (a time or cost of "2", null or a BigInt is refused,
+ * not coerced) and builds the decision object; the WebAssembly sees only numbers.
+ */
+
+import init, {
+  RawCostTable,
+  RawLimiter,
+  algorithms as coreAlgorithms,
+  decision_buffer as decisionBuffer,
+} from "../pkg/trickle.js";
+
+/** Beside this module in the package, and wherever a bundler copies it. */
+const WASM_URL = new URL("./trickle_bg.wasm", import.meta.url);
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const OPTIONS_FORM = 'pass { limit: "6/8s", algorithm: "floating" }';
+const OUTCOMES = ["allowed", "denied", "exceeds-limit"];
+
+let loading = null;
+/** The WebAssembly instance's exports once loaded. */
+let wasm = null;
+let algorithmNames = null;
+
+/**
+ * Loads the WebAssembly once for the whole page; every call returns the same promise.
+ * `source` is where to get it: a URL, a Response (or its promise), bytes or a compiled
+ * WebAssembly.Module. By default the file beside this module, read from disk under Node.
+ * Rejects with an Error that says what went wrong: the file missing, not WebAssembly, or
+ * refused by the page's Content-Security-Policy.
+ */
+export function load(source) {
+  loading ??= instantiate(source ?? defaultSource());
+  return loading;
+}
+
+function defaultSource() {
+  if (WASM_URL.protocol === "file:") {
+    // Node has no fetch for files. getBuiltinModule, unlike an import of "node:fs", leaves
+    // nothing for a browser bundler to resolve.
+    const fs = globalThis.process?.getBuiltinModule?.("node:fs");
+    if (fs) return fs.readFileSync(WASM_URL);
+  }
+  return fetch(WASM_URL);
+}
+
+async function instantiate(source) {
+  const input = await source;
+  if (input instanceof Response && !input.ok) {
+    throw new Error(`${urlOf(input)} could not be loaded: the server answered ${input.status}`);
+  }
+  try {
+    wasm = await init({ module_or_path: input });
+  } catch (error) {
+    if (!(error instanceof WebAssembly.CompileError)) throw error;
+    if (!wasmAllowed()) {
+      throw new Error(
+        "the page's Content-Security-Policy does not allow WebAssembly: add 'wasm-unsafe-eval' to its script-src",
+      );
+    }
+    // The browser names the bytes it expected, not the file or what came instead.
+    const type = input instanceof Response ? input.headers.get("content-type") : null;
+    const sent = type === null ? "" : ` (the server sent ${type || "no content type"})`;
+    throw new Error(`${urlOf(input)} is not a WebAssembly module${sent}: ${error.message}`);
+  }
+  algorithmNames = Object.freeze(coreAlgorithms().split(" "));
+}
+
+function urlOf(input) {
+  return input instanceof Response ? new URL(input.url || WASM_URL).pathname : "the module";
+}
+
+/** The smallest valid module: it fails to compile only where the page forbids WebAssembly. */
+const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+
+function wasmAllowed() {
+  try {
+    new WebAssembly.Module(EMPTY_MODULE);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function loaded(what) {
+  if (!wasm) throw new Error(`${what} needs the WebAssembly: call \`await load()\` first`);
+}
+
+/** What a caller passed, for error messages: `1.5`, `NaN`, `the string "2"`, `an array`. */
+function describe(value) {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return `the string ${JSON.stringify(value)}`;
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return "an array";
+  const kind = typeof value;
+  return `${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind}`;
+}
+
+/** A whole, non-negative JS number a double holds exactly, for costs and statuses. */
+function whole(what, value) {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new Error(`${what} must be a whole number from 0 to ${MAX_SAFE}, got ${describe(value)}`);
+}
+
+/**
+ * The caller's time in ms. Fractions (as `performance.now()` gives) are dropped by the core,
+ * which counts whole milliseconds.
+ */
+function time(now) {
+  // NaN fails both comparisons.
+  if (typeof now === "number" && now >= 0 && now <= MAX_SAFE) return now;
+  throw new Error(
+    `now must be a time in milliseconds from 0 to ${MAX_SAFE}, got ${describe(now)}`,
+  );
+}
+
+/**
+ * The decision the core just wrote to its buffer, as a plain object. The view is made again
+ * only when the WebAssembly memory has grown, which detaches the old one.
+ */
+let fields = new Float64Array(0);
+function decision(outcome, algorithm) {
+  if (fields.length === 0) fields = new Float64Array(wasm.memory.buffer, decisionBuffer(), 13);
+  const denied = outcome === 1;
+  const counted = fields[10] === 1;
+  return {
+    algorithm,
+    allowed: outcome === 0,
+    status: outcome === 0 ? 200 : 429,
+    outcome: OUTCOMES[outcome],
+    cost: fields[0],
+    used: fields[1],
+    limit: fields[11],
+    windowMs: fields[12],
+    remaining: fields[2],
+    retryAfterMs: denied ? fields[3] : null,
+    retryAfter: denied ? fields[4] : null,
+    t: fields[5],
+    previous: counted ? fields[6] : null,
+    current: counted ? fields[7] : null,
+    overlap: counted ? fields[8] : null,
+    elapsedMs: counted ? fields[9] : null,
+  };
+}
+
+/** Reads `{ limit, algorithm }`, refusing anything else so that a typo is not ignored. */
+function readOptions(options) {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new Error(`Limiter options must be an object, got ${describe(options)}; ${OPTIONS_FORM}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== "limit" && key !== "algorithm") {
+      throw new Error(
+        `Limiter options: unknown option ${JSON.stringify(key)}; the options are limit and algorithm`,
+      );
+    }
+  }
+  const { limit, algorithm = algorithmNames[0] } = options;
+  if (limit === undefined) throw new Error(`Limiter options: limit is missing; ${OPTIONS_FORM}`);
+  for (const [key, value] of [
+    ["limit", limit],
+    ["algorithm", algorithm],
+  ]) {
+    if (typeof value !== "string") {
+      throw new Error(
+        `Limiter options: ${key} must be a string, got ${describe(value)}; ${OPTIONS_FORM}`,
+      );
+    }
+  }
+  return { limit, algorithm };
+}
+
+/**
+ * One rate-limited bucket running one of the core's algorithms. Every method takes the time
+ * first, in ms, then the cost, as the Rust core does; a left-out cost is 1.
+ */
+export class Limiter {
+  #raw;
+  #algorithm;
+
+  /** The core's algorithm names, the default first. Needs `load()`. */
+  static get algorithms() {
+    loaded("Limiter.algorithms");
+    return algorithmNames;
+  }
+
+  /** `new Limiter({ limit: "6/8s", algorithm: "floating" })`; `algorithm` may be left out. */
+  constructor(options) {
+    loaded("new Limiter()");
+    const { limit, algorithm } = readOptions(options);
+    this.#raw = new RawLimiter(limit, algorithm);
+    this.#algorithm = this.#raw.algorithm;
+  }
+
+  /** Spends `cost` tokens at `now` if they fit, and says what happened. */
+  hit(now, cost = 1) {
+    const at = time(now);
+    return decision(this.#raw.hit(at, whole("cost", cost)), this.#algorithm);
+  }
+
+  /** What `hit` would answer, spending nothing. `peek(now, 0)` shows what is in use. */
+  peek(now, cost = 1) {
+    const at = time(now);
+    return decision(this.#raw.peek(at, whole("cost", cost)), this.#algorithm);
+  }
+
+  /**
+   * Charges `cost` tokens whether or not they fit, as a server does once it knows what a
+   * response cost (ESI charges by status after answering).
+   */
+  record(now, cost) {
+    const at = time(now);
+    return decision(this.#raw.record(at, whole("cost", cost)), this.#algorithm);
+  }
+
+  /** Forgets everything spent. */
+  reset() {
+    this.#raw.reset();
+  }
+
+  /** The limit as the core writes it, e.g. "6/8s". */
+  get limit() {
+    return this.#raw.limit;
+  }
+
+  /** N, the tokens one window holds. */
+  get tokens() {
+    return this.#raw.tokens;
+  }
+
+  /** W, the window's length in ms. */
+  get windowMs() {
+    return this.#raw.window_ms;
+  }
+
+  get algorithm() {
+    return this.#algorithm;
+  }
+
+  /** Releases the WebAssembly memory now rather than when the garbage collector gets to it. */
+  free() {
+    this.#raw.free();
+  }
+}
+
+/**
+ * What each response costs, by HTTP status: ESI's preset ("esi": 2XX 2, 3XX 1, 4XX 5 but a
+ * 429 nothing, 5XX 0), or a table such as "200:2 304:1 4xx:5 429:0 5xx:0", where an exact
+ * status wins over its class.
+ */
+export class CostTable {
+  #raw;
+  /** One status per entry to offer as an answer, in the table's order; never 429. */
+  statuses;
+
+  constructor(text) {
+    loaded("new CostTable()");
+    if (typeof text !== "string") {
+      throw new Error(
+        `a cost table must be a string such as "esi" or "200:2 304:1 4xx:5 429:0 5xx:0", got ${describe(text)}`,
+      );
+    }
+    this.#raw = new RawCostTable(text);
+    this.statuses = Object.freeze(this.#raw.statuses().split(" ").map(Number));
+  }
+
+  /** Tokens a response with `status` costs; throws for a status the table does not price. */
+  cost(status) {
+    return this.#raw.cost(whole("status", status));
+  }
+
+  free() {
+    this.#raw.free();
+  }
+}
