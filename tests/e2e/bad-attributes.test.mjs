@@ -1,5 +1,5 @@
-// The element's attributes, one table each: every bad value of limit, algorithm, cost, costs
-// and compare is explained as text in place of the widget, and the text says what is
+// The element's attributes, one table each: every bad value of limit, algorithm, cost, costs,
+// compare and algorithms is explained as text in place of the widget, and the text says what is
 // allowed; no markup is parsed, no dialog opens, no NaN shows, nothing is thrown at the page,
 // and the page around it keeps working; a good value brings the widget back. Each value is
 // tried twice: written in the page's HTML, and set later on a working widget.
@@ -16,14 +16,22 @@ const TOKENS = "is not a whole number from 1 to 18446744073709551615";
 const TOO_LARGE =
   "is too large to show exactly: use at most 9007199254740991 tokens per window of at most 9007199254740991 ms";
 const ALGORITHMS = "use floating, sliding-log, fixed or token-bucket";
-const COMPARED = "name two or more of floating, sliding-log, fixed, token-bucket, separated by spaces, or write compare with no value for all four";
+const COMPARED = "name two or more of floating, sliding-log, fixed, token-bucket, separated by spaces, or leave algorithms out for all 4";
+const TABLE_FORM =
+  'write a table as STATUS:COST entries separated by spaces, where STATUS is a status from 100 to 599 or a class 1xx to 5xx and COST a whole number of tokens, as in "200:2 304:1 4xx:5 429:0 5xx:0", or name the preset "esi"';
 
 /** The message for a bad `cost` under a 6-token limit. */
 const cost = (text) => `cost "${text}" is not allowed: use a whole number of tokens from 0 to 6`;
-/** The message for a bad `costs`. */
-const costs = (text) => `costs "${text}" is not allowed: use costs="esi" or leave the attribute out`;
-/** The message for a `compare` that names something else. */
-const notAnAlgorithm = (text, name) => `compare="${text}": "${name}" is not an algorithm; ${COMPARED}`;
+/** The message for a bad `costs`: the core's own, for the table as written. */
+const costs = (text, what) => `costs="${text}": ${what}`;
+/** The message for a `costs` entry with no ':'. */
+const noColon = (text, entry = text) =>
+  costs(text, `cost table entry "${entry}" has no ':' between a status and its cost; ${TABLE_FORM}`);
+/** The message for a `compare` that is neither on nor off. */
+const notOnOff = (text) =>
+  `compare="${text}" is not allowed: compare is on or off (write compare, or leave it out); name the algorithms to compare in algorithms, e.g. algorithms="floating sliding-log"`;
+/** The message for `algorithms` that names something else. */
+const notAnAlgorithm = (text, name) => `algorithms="${text}": "${name}" is not an algorithm; ${COMPARED}`;
 
 /**
  * One table per attribute. `good` is what makes the widget work again (null removes an
@@ -98,35 +106,61 @@ const TABLES = {
   costs: {
     good: { costs: null },
     rows: [
-      [{ costs: "" }, costs("")],
-      [{ costs: "github" }, costs("github")],
-      [{ costs: "ESI" }, costs("ESI")],
-      [{ costs: " esi" }, costs(" esi")],
-      [{ costs: "0" }, costs("0")],
-      [{ costs: "ｅｓｉ" }, costs("ｅｓｉ")],
-      [{ costs: MARKUP }, costs(MARKUP)],
+      [{ costs: "" }, costs("", `a cost table needs at least one entry; ${TABLE_FORM}`)],
+      [{ costs: "github" }, noColon("github")],
+      [{ costs: "ESI" }, noColon("ESI")],
+      [{ costs: "0" }, noColon("0")],
+      [{ costs: "ｅｓｉ" }, noColon("ｅｓｉ")],
+      [{ costs: "esi 500:1" }, noColon("esi 500:1", "esi")],
+      [{ costs: MARKUP }, noColon(MARKUP, "<img")],
+      [
+        { costs: "200:2 6xx:1" },
+        costs("200:2 6xx:1", `cost table entry "6xx:1": "6xx" is not an HTTP class; the classes are 1xx, 2xx, 3xx, 4xx and 5xx`),
+      ],
+      [
+        { costs: "200:2 200:3" },
+        costs("200:2 200:3", "cost table prices 200 twice; write each status or class once"),
+      ],
+      [
+        { costs: "200:-1" },
+        costs("200:-1", `cost table entry "200:-1": cost "-1" is not a whole number of tokens from 0 to 18446744073709551615; ${TABLE_FORM}`),
+      ],
     ],
   },
   compare: {
-    good: { compare: "floating sliding-log", algorithm: null, cost: null, costs: null, limit: "6/8s" },
+    good: { compare: null, algorithms: null },
     rows: [
-      [{ compare: "floating" }, `compare="floating" names one algorithm, and compare needs two or more; for one, write algorithm="floating" instead`],
-      [{ compare: "fixed fixed" }, `compare="fixed fixed" names fixed twice; name each algorithm once`],
-      [{ compare: ", ," }, `compare=", ," names no algorithm; ${COMPARED}`],
-      [{ compare: "leaky fixed" }, notAnAlgorithm("leaky fixed", "leaky")],
-      [{ compare: "0" }, notAnAlgorithm("0", "0")],
-      [{ compare: "NaN" }, notAnAlgorithm("NaN", "NaN")],
-      [{ compare: "ﬂoating fixed" }, notAnAlgorithm("ﬂoating fixed", "ﬂoating")],
-      [{ compare: MARKUP }, notAnAlgorithm(MARKUP, "<img")],
+      [{ compare: "floating sliding-log" }, notOnOff("floating sliding-log")],
+      [{ compare: "floating" }, notOnOff("floating")],
+      [{ compare: "0" }, notOnOff("0")],
+      [{ compare: "yes" }, notOnOff("yes")],
+      [{ compare: MARKUP }, notOnOff(MARKUP)],
+      [
+        { algorithms: "floating sliding-log" },
+        `algorithms="floating sliding-log" picks what compare mode shows: add compare, or write algorithm="…" for one algorithm`,
+      ],
+    ],
+  },
+  algorithms: {
+    good: { compare: "", algorithms: "floating sliding-log", algorithm: null, cost: null, costs: null, limit: "6/8s" },
+    rows: [
+      [{ algorithms: "floating" }, `algorithms="floating" names one algorithm, and compare needs two or more; for one, leave compare out and write algorithm="floating"`],
+      [{ algorithms: "fixed fixed" }, `algorithms="fixed fixed" names fixed twice; name each algorithm once`],
+      [{ algorithms: ", ," }, `algorithms=", ," names no algorithm; ${COMPARED}`],
+      [{ algorithms: "leaky fixed" }, notAnAlgorithm("leaky fixed", "leaky")],
+      [{ algorithms: "0" }, notAnAlgorithm("0", "0")],
+      [{ algorithms: "NaN" }, notAnAlgorithm("NaN", "NaN")],
+      [{ algorithms: "ﬂoating fixed" }, notAnAlgorithm("ﬂoating fixed", "ﬂoating")],
+      [{ algorithms: MARKUP }, notAnAlgorithm(MARKUP, "<img")],
       // With the other attributes.
       [
-        { compare: "", algorithm: "fixed" },
-        `algorithm="fixed" cannot be used with compare, which picks the algorithms: leave algorithm out and name them in compare, e.g. compare="floating sliding-log"`,
+        { algorithm: "fixed" },
+        `algorithm="fixed" cannot be used with compare, which runs several: leave algorithm out and name them in algorithms, e.g. algorithms="floating sliding-log"`,
       ],
-      [{ compare: "", cost: "7" }, cost("7")],
-      [{ compare: "", costs: "github" }, costs("github")],
-      [{ compare: "", limit: "6/8x" }, `limit "6/8x": unknown unit "x"; ${UNITS}`],
-      [{ compare: "", limit: "9007199254740993/1s" }, `limit "9007199254740993/1s" ${TOO_LARGE}`],
+      [{ cost: "7" }, cost("7")],
+      [{ costs: "github" }, noColon("github")],
+      [{ limit: "6/8x" }, `limit "6/8x": unknown unit "x"; ${UNITS}`],
+      [{ limit: "9007199254740993/1s" }, `limit "9007199254740993/1s" ${TOO_LARGE}`],
     ],
   },
 };
@@ -228,7 +262,7 @@ async function assertWorks(page, id) {
 for (const [attribute, table] of Object.entries(TABLES)) {
   describe(`${attribute}: ${table.rows.length} bad values`, () => {
     it("each one written in the page: explained as text, the page unharmed, fixed by a good value", async () => {
-      const base = { limit: "6/8s", ...(attribute === "compare" ? table.good : {}) };
+      const base = { limit: "6/8s", ...(attribute === "algorithms" ? table.good : {}) };
       const widgets = table.rows
         .map(([attributes], index) => `<rate-limit-demo id="row-${index}"${attributeHTML({ ...base, ...attributes })}></rate-limit-demo>`)
         .join("\n");
@@ -292,7 +326,11 @@ describe("values at the edge that are accepted", () => {
       { limit: "6/8s", cost: "0" },
       { limit: "9007199254740991/1s", cost: "9007199254740991" },
       { limit: "6/9007199254740991ms" },
-      { limit: "6/8s", compare: " floating,sliding-log " },
+      { limit: "6/8s", compare: "", algorithms: " floating,sliding-log " },
+      { limit: "6/8s", compare: "true" },
+      { limit: "6/8s", compare: "false" },
+      { limit: "6/8s", costs: " esi" },
+      { limit: "6/8s", costs: "200:2  4xx:5 404:1" },
     ];
     const body = accepted
       .map((attributes, index) => `<rate-limit-demo id="edge-${index}"${attributeHTML(attributes)}></rate-limit-demo>`)
@@ -311,6 +349,25 @@ describe("values at the edge that are accepted", () => {
         [9007199254740991, 9007199254740991, true],
       ],
     );
+    assert.deepEqual(
+      details.slice(5, 8).map((detail) => detail.decisions.map((decision) => decision.algorithm)),
+      [["floating", "sliding-log"], ["floating", "sliding-log", "fixed", "token-bucket"], ["floating"]],
+      "compare with algorithms, compare=\"true\", compare=\"false\"",
+    );
+    assert.deepEqual(
+      details.slice(8).map((detail) => [detail.status, detail.cost]),
+      [
+        [200, 2],
+        [200, 2],
+      ],
+      "the first button of each cost table",
+    );
+    const buttons = await page.evaluate(() =>
+      [...document.getElementById("edge-9").shadowRoot.querySelectorAll('[part~="hit"]')].map(
+        (button) => button.textContent,
+      ),
+    );
+    assert.deepEqual(buttons, ["Hit → 200 OK 2 tokens", "Hit → 400 Bad Request 5 tokens", "Hit → 404 Not Found 1 token"]);
     assert.deepEqual(problems, []);
     await close();
   });

@@ -475,7 +475,7 @@ export class RateLimitDemo extends Base {
     try {
       return new CostTable(text);
     } catch (error) {
-      throw new Error(`costs="${text}" is not a cost table: ${message(error)}`);
+      throw new Error(`costs="${text}": ${message(error)}`);
     }
   }
 

@@ -1,0 +1,72 @@
+// Types for "rate-limit-demo/element": the element's class, with no side effect.
+
+import type { Algorithm, Decision } from "./limiter.js";
+
+export type { Algorithm, Decision, LimiterOptions } from "./limiter.js";
+export { CostTable, Limiter, load } from "./limiter.js";
+
+/** The detail of a `rate-limit-decision` event, the same shape in both modes. */
+export interface RateLimitDecisionDetail extends Decision {
+  /** Each algorithm's decision, in the order shown: one entry, or one per algorithm in compare mode. The fields above are the first entry's. */
+  decisions: readonly Decision[];
+  /** Presses since the widget was built or reset. */
+  presses: number;
+  /** When the floating window and the sliding log are compared: how the floating window's answer to this press differed, if it did. Otherwise null. */
+  disagreement: "wrongly-allowed" | "wrongly-limited" | null;
+  /** Counts of those disagreements so far; null unless both are compared. */
+  wronglyAllowed: number | null;
+  wronglyLimited: number | null;
+}
+
+export type RateLimitDecisionEvent = CustomEvent<RateLimitDecisionDetail>;
+
+/** `<rate-limit-demo>`: a rate limit a reader can press, for API docs. */
+export class RateLimitDemo extends HTMLElement {
+  static readonly observedAttributes: readonly string[];
+  /** Registers the element; does nothing when `tag` is taken already. */
+  static define(tag?: string, registry?: CustomElementRegistry): typeof RateLimitDemo;
+  /** True once interactive, false if the element shows an error instead. Never rejects. */
+  readonly ready: Promise<boolean>;
+  /** N per W, e.g. "6/8s"; "6/8s" when the attribute is absent. */
+  limit: string;
+  /** The attribute as written; null for the core's default. */
+  algorithm: Algorithm | (string & {}) | null;
+  /** In compare mode, the algorithms shown, separated by spaces; null for all. An array is joined. */
+  algorithms: string | readonly Algorithm[] | null;
+  /** The attribute as written; null for 1. */
+  cost: string | number | null;
+  /** "esi" or a table such as "200:2 304:1 4xx:5 429:0 5xx:0"; null for none. */
+  costs: string | null;
+  /** Compare mode; true adds the attribute, false removes it. */
+  compare: boolean;
+  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error. */
+  hit(status?: number): RateLimitDecisionDetail | null;
+  /** Empties the bucket and the timeline. */
+  reset(): void;
+  addEventListener<K extends keyof RateLimitDemoEventMap>(
+    type: K,
+    listener: (this: RateLimitDemo, event: RateLimitDemoEventMap[K]) => unknown,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+}
+
+export interface RateLimitDemoEventMap extends HTMLElementEventMap {
+  "rate-limit-decision": RateLimitDecisionEvent;
+}
+
+/** Registers `<rate-limit-demo>` (or `tag`); does nothing when the tag is taken already. */
+export function define(tag?: string, registry?: CustomElementRegistry): typeof RateLimitDemo;
+
+declare global {
+  interface HTMLElementTagNameMap {
+    "rate-limit-demo": RateLimitDemo;
+  }
+  interface GlobalEventHandlersEventMap {
+    "rate-limit-decision": RateLimitDecisionEvent;
+  }
+}
