@@ -20,7 +20,7 @@ export class PlainFloating {
   }
 
   /** Spends `cost` tokens at `now` (ms) if they fit: `previous × (W − e) + current × W ≤ N × W`. */
-  hit(cost, now) {
+  hit(now, cost = 1) {
     const atMs = Math.max(Math.floor(now), this.#latestMs);
     this.#roll(atMs);
     const outcome = this.#judge(cost);
@@ -74,6 +74,7 @@ export class PlainFloating {
     const allowed = outcome === "allowed";
     const elapsedMs = this.#elapsedMs();
     return {
+      algorithm: "floating",
       allowed,
       status: allowed ? 200 : 429,
       outcome,

@@ -4,13 +4,13 @@
 // replayed side by side and must agree on every decision, so the baseline does the same
 // work and is not a shortcut.
 //
-// Needs the release build (`make wasm`). `node benches/wasm-hit.mjs` prints the figures
+// Needs the package's build (`make package`): it times the "./limiter" entry as shipped. `node benches/wasm-hit.mjs` prints the figures
 // and writes them to target/bench/wasm-hit.json for `make bench`'s table.
 
 import assert from "node:assert/strict";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { initSync, Limiter } from "../www/pkg/trickle.js";
+import { Limiter, load } from "../packages/rate-limit-demo/dist/limiter.js";
 import { PlainFloating } from "./plain-floating.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -48,7 +48,7 @@ function assertAgree(times) {
   const wasm = limiters.wasm();
   const plain = limiters.plain();
   for (const t of times) {
-    assert.deepStrictEqual(plain.hit(1, t), wasm.hit(1, t), `the decisions differ at t = ${t} ms`);
+    assert.deepStrictEqual(plain.hit(t, 1), wasm.hit(t, 1), `the decisions differ at t = ${t} ms`);
   }
   wasm.free();
 }
@@ -63,7 +63,7 @@ function timePass(name, times) {
   let allowed = 0;
   const start = process.cpuUsage();
   for (let n = 0; n < times.length; n++) {
-    if (limiter.hit(1, times[n]).allowed) allowed++;
+    if (limiter.hit(times[n], 1).allowed) allowed++;
   }
   const { user, system } = process.cpuUsage(start);
   const elapsed = (user + system) * 1000;
@@ -76,8 +76,7 @@ function median(values) {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-const wasmBytes = await readFile(new URL("../www/pkg/trickle_bg.wasm", import.meta.url));
-initSync({ module: wasmBytes });
+await load();
 const times = stream(HITS);
 assertAgree(times);
 

@@ -40,6 +40,16 @@ async function press(page, times = 1, status) {
   return all.at(-1).detail;
 }
 
+/** A compare-mode detail's decisions by algorithm name. */
+function byName(detail) {
+  return Object.fromEntries(detail.decisions.map((decision) => [decision.algorithm, decision]));
+}
+
+/** The algorithms a detail's decisions come from, in order. */
+function names(detail) {
+  return detail.decisions.map((decision) => decision.algorithm);
+}
+
 /** Each row as shown: { algorithm: { used, admitted, over, response } }, in the order shown. */
 function shownRows(page) {
   return page.locator("rate-limit-demo").evaluate((element) =>
@@ -87,10 +97,13 @@ describe("compare mode", () => {
     assert.equal(await page.locator('rate-limit-demo [part~="formula"]').isVisible(), false);
 
     const detail = await press(page);
-    assert.deepEqual(detail.algorithms, ["floating", "sliding-log", "fixed", "token-bucket"]);
+    assert.deepEqual(names(detail), ["floating", "sliding-log", "fixed", "token-bucket"]);
     assert.equal(detail.t, START + 1_000);
-    for (const name of detail.algorithms) {
-      const decision = detail.decisions[name];
+    // The same shape as one algorithm's event: the first decision's fields, and the array.
+    const { decisions, presses: _, disagreement: __, wronglyAllowed: ___, wronglyLimited: ____, ...top } = detail;
+    assert.deepEqual(top, decisions[0]);
+    for (const name of names(detail)) {
+      const decision = byName(detail)[name];
       assert.deepEqual(
         [decision.allowed, decision.status, decision.used, decision.t],
         [true, 200, 1, START + 1_000],
@@ -111,20 +124,20 @@ describe("compare mode", () => {
 
   it("compares the subset compare names, in its order", async () => {
     const { page, problems } = await openWith(
-      `<rate-limit-demo compare="sliding-log floating" limit="6/8s"></rate-limit-demo>`,
+      `<rate-limit-demo compare algorithms="sliding-log floating" limit="6/8s"></rate-limit-demo>`,
     );
     assert.deepEqual(Object.keys(await shownRows(page)), ["sliding-log", "floating"]);
     assert.match(await partText(page, "rate-limit-demo", "heading"), /2 algorithms side by side/);
     assert.equal((await press(page)).wronglyLimited, 0, "both shown: the counter runs");
 
     // Without the sliding log there is no truth to judge the floating window by.
-    await page.evaluate(() => (document.querySelector("rate-limit-demo").compare = "fixed,token-bucket"));
+    await page.evaluate(() => (document.querySelector("rate-limit-demo").algorithms = "fixed,token-bucket"));
     assert.deepEqual(Object.keys(await shownRows(page)), ["fixed", "token-bucket"]);
     assert.equal(await page.locator('rate-limit-demo [part~="disagreements"]').count(), 0);
     const detail = await press(page);
-    assert.deepEqual(detail.algorithms, ["fixed", "token-bucket"]);
+    assert.deepEqual(names(detail), ["fixed", "token-bucket"]);
     assert.deepEqual([detail.wronglyAllowed, detail.wronglyLimited], [null, null]);
-    assert.equal(detail.decisions.fixed.used, 1, "a fresh bucket after the change");
+    assert.equal(byName(detail).fixed.used, 1, "a fresh bucket after the change");
     assert.deepEqual(problems, []);
   });
 
@@ -137,7 +150,7 @@ describe("compare mode", () => {
     // boundary, fit everywhere: every bucket starts empty (the token bucket full).
     await page.clock.pauseAt(START + 7_500);
     const first = await press(page, 6);
-    for (const name of first.algorithms) assert.equal(first.decisions[name].used, 6, name);
+    for (const name of names(first)) assert.equal(byName(first)[name].used, 6, name);
 
     // Six more at 32.5 s, half a second into the next window:
     // - fixed: a new window, counted from 0: all six fit, used = 6, and 12 were let in
@@ -153,15 +166,15 @@ describe("compare mode", () => {
     const events12 = [];
     for (let n = 0; n < 6; n++) events12.push(await press(page));
     for (const detail of events12) {
-      assert.equal(detail.decisions.fixed.allowed, true, "fixed lets the second six in");
+      assert.equal(byName(detail).fixed.allowed, true, "fixed lets the second six in");
       for (const name of ["floating", "sliding-log", "token-bucket"]) {
-        assert.equal(detail.decisions[name].allowed, false, `${name} refuses press ${detail.presses}`);
+        assert.equal(byName(detail)[name].allowed, false, `${name} refuses press ${detail.presses}`);
       }
     }
     const last = events12.at(-1);
     assert.deepEqual(
       Object.fromEntries(
-        Object.entries(last.decisions).map(([name, { used, retryAfterMs }]) => [name, [used, retryAfterMs]]),
+        last.decisions.map(({ algorithm, used, retryAfterMs }) => [algorithm, [used, retryAfterMs]]),
       ),
       { floating: [5.625, 834], "sliding-log": [6, 7_000], fixed: [6, null], "token-bucket": [5.25, 334] },
     );
@@ -193,7 +206,7 @@ describe("compare mode", () => {
 
   it("counts the presses on which the floating window disagrees with the log, both ways", async () => {
     const { page, problems } = await openWith(
-      `<rate-limit-demo compare="floating sliding-log" limit="6/8s"></rate-limit-demo>`,
+      `<rate-limit-demo compare algorithms="floating sliding-log" limit="6/8s"></rate-limit-demo>`,
       { clock: true },
     );
     // Wrongly limited: six presses at 24 s, the very start of a window. At 33 s, 1 s into the
@@ -205,11 +218,11 @@ describe("compare mode", () => {
     const limited = await press(page);
     assert.equal(limited.disagreement, "wrongly-limited");
     assert.deepEqual(
-      [limited.decisions.floating.allowed, limited.decisions.floating.used],
+      [byName(limited).floating.allowed, byName(limited).floating.used],
       [false, 5.25],
     );
     assert.deepEqual(
-      [limited.decisions["sliding-log"].allowed, limited.decisions["sliding-log"].used],
+      [byName(limited)["sliding-log"].allowed, byName(limited)["sliding-log"].used],
       [true, 1],
     );
     assert.deepEqual([limited.wronglyAllowed, limited.wronglyLimited], [0, 1]);
@@ -229,11 +242,11 @@ describe("compare mode", () => {
     const allowed = await press(page);
     assert.equal(allowed.disagreement, "wrongly-allowed");
     assert.deepEqual(
-      [allowed.decisions.floating.allowed, allowed.decisions.floating.used],
+      [byName(allowed).floating.allowed, byName(allowed).floating.used],
       [true, 4],
     );
     assert.deepEqual(
-      [allowed.decisions["sliding-log"].allowed, allowed.decisions["sliding-log"].retryAfterMs],
+      [byName(allowed)["sliding-log"].allowed, byName(allowed)["sliding-log"].retryAfterMs],
       [false, 3_900],
     );
     assert.deepEqual([allowed.wronglyAllowed, allowed.wronglyLimited], [1, 0]);
@@ -256,10 +269,10 @@ describe("compare mode", () => {
     // Three presses of 2 tokens fill 6; the fourth fits nowhere.
     const third = await press(page, 3);
     const fourth = await press(page);
-    for (const name of third.algorithms) {
-      const { allowed, cost, used } = third.decisions[name];
+    for (const name of names(third)) {
+      const { allowed, cost, used } = byName(third)[name];
       assert.deepEqual([allowed, cost, used], [true, 2, 6], name);
-      assert.equal(fourth.decisions[name].allowed, false, name);
+      assert.equal(byName(fourth)[name].allowed, false, name);
     }
 
     await page.evaluate(() => {
@@ -273,9 +286,9 @@ describe("compare mode", () => {
     const notFound = await press(page, 1, 404);
     const ok = await press(page, 1, 200);
     const refused = await press(page, 1, 500);
-    for (const name of notFound.algorithms) {
-      const row = [notFound, ok, refused].map(({ decisions }) => {
-        const { status, cost, used } = decisions[name];
+    for (const name of names(notFound)) {
+      const row = [notFound, ok, refused].map((detail) => {
+        const { status, cost, used } = byName(detail)[name];
         return [status, cost, used];
       });
       assert.deepEqual(row, [[404, 5, 5], [200, 2, 7], [429, 0, 7]], name);
@@ -339,23 +352,25 @@ describe("compare mode", () => {
     assert.equal(await page.locator('rate-limit-demo [part~="comparison"]').count(), 0);
     assert.equal(await page.locator('rate-limit-demo [part~="formula"]').isVisible(), true);
     const detail = await press(page);
-    assert.deepEqual([detail.allowed, detail.used, detail.decisions], [true, 1, undefined]);
+    assert.deepEqual([detail.allowed, detail.used, names(detail)], [true, 1, ["floating"]]);
     assert.deepEqual(problems, []);
   });
 });
 
-describe("a bad compare value", () => {
+describe("bad compare and algorithms values", () => {
   const allowed = /name two or more of floating, sliding-log, fixed, token-bucket/;
   for (const [attributes, message] of [
-    [`compare="leaky"`, /compare="leaky": "leaky" is not an algorithm; name two or more of/],
-    [`compare="floating Floating"`, /"Floating" is not an algorithm; name two or more of/],
-    [`compare="floating floating"`, /compare="floating floating" names floating twice; name each algorithm once/],
-    [`compare=" "`, /compare=" " names no algorithm; name two or more of .*or write compare with no value for all four/],
-    [`compare=","`, /compare="," names no algorithm/],
-    [`compare="fixed"`, /compare="fixed" names one algorithm, and compare needs two or more; for one, write algorithm="fixed" instead/],
-    [`compare algorithm="fixed"`, /algorithm="fixed" cannot be used with compare.*compare="floating sliding-log"/],
+    [`compare="floating sliding-log"`, /compare="floating sliding-log" is not allowed: compare is on or off .*algorithms="floating sliding-log"/],
+    [`compare algorithms="leaky"`, /algorithms="leaky": "leaky" is not an algorithm; name two or more of/],
+    [`compare algorithms="floating Floating"`, /"Floating" is not an algorithm; name two or more of/],
+    [`compare algorithms="floating floating"`, /algorithms="floating floating" names floating twice; name each algorithm once/],
+    [`compare algorithms=" "`, /algorithms=" " names no algorithm; name two or more of .*or leave algorithms out for all 4/],
+    [`compare algorithms=","`, /algorithms="," names no algorithm/],
+    [`compare algorithms="fixed"`, /algorithms="fixed" names one algorithm, and compare needs two or more; for one, leave compare out and write algorithm="fixed"/],
+    [`algorithms="fixed floating"`, /algorithms="fixed floating" picks what compare mode shows: add compare/],
+    [`compare algorithm="fixed"`, /algorithm="fixed" cannot be used with compare.*algorithms="floating sliding-log"/],
     [`compare cost="7"`, /cost "7".*from 0 to 6/],
-    [`compare costs="github"`, /costs="esi"/],
+    [`compare costs="github"`, /costs="github": cost table entry "github" has no ':'/],
     [`compare limit="6/8x"`, /unit/],
   ]) {
     it(`is explained as text: ${attributes}`, async () => {
@@ -372,7 +387,7 @@ describe("a bad compare value", () => {
 
   it("is shown as text, never parsed as markup, and fixing it brings the widget back", async () => {
     const { page, problems } = await openWith(
-      `<rate-limit-demo compare="&lt;img src=x onerror=alert(1)&gt;"></rate-limit-demo>
+      `<rate-limit-demo compare algorithms="&lt;img src=x onerror=alert(1)&gt;"></rate-limit-demo>
        <button id="page-button" onclick="this.textContent = 'still works'">page</button>`,
     );
     let dialogs = 0;
@@ -381,15 +396,15 @@ describe("a bad compare value", () => {
       dialog.dismiss();
     });
     const error = await partText(page, "rate-limit-demo", "error");
-    assert.match(error, /compare="<img src=x onerror=alert\(1\)>": "<img" is not an algorithm/);
+    assert.match(error, /algorithms="<img src=x onerror=alert\(1\)>": "<img" is not an algorithm/);
     assert.match(error, allowed);
     assert.equal(await page.locator("rate-limit-demo img").count(), 0);
     await page.locator("#page-button").click();
     assert.equal(await page.locator("#page-button").textContent(), "still works");
 
-    await page.evaluate(() => (document.querySelector("rate-limit-demo").compare = ""));
-    assert.equal(Object.keys(await shownRows(page)).length, 4, "the bare attribute: all four");
-    assert.equal((await press(page)).decisions.floating.allowed, true);
+    await page.evaluate(() => (document.querySelector("rate-limit-demo").algorithms = null));
+    assert.equal(Object.keys(await shownRows(page)).length, 4, "no algorithms: all four");
+    assert.equal(byName(await press(page)).floating.allowed, true);
     assert.equal(dialogs, 0);
     assert.deepEqual(problems, []);
   });

@@ -48,7 +48,7 @@ describe("when the WebAssembly cannot be used", () => {
       name: "the wasm is missing (404)",
       url: "**/trickle_bg.wasm",
       answer: { status: 404, contentType: "text/plain", body: "not found" },
-      detail: /failed to fetch Wasm: 404/,
+      detail: /\/trickle_bg\.wasm could not be loaded: the server answered 404/,
       expectedLog: /status of 404/,
     },
     {
@@ -64,13 +64,6 @@ describe("when the WebAssembly cannot be used", () => {
       detail: /trickle_bg\.wasm is not a WebAssembly module \(the server sent text\/html\)/,
       // wasm-bindgen's glue says why before it tries once more without streaming.
       expectedLog: /does not serve Wasm with `application\/wasm` MIME type/,
-    },
-    {
-      name: "the JS glue is missing (404)",
-      url: "**/pkg/trickle.js",
-      answer: { status: 404, contentType: "text/plain", body: "not found" },
-      detail: /pkg\/trickle\.js/,
-      expectedLog: /status of 404/,
     },
   ];
   for (const { name, url, answer, detail, expectedLog } of cases) {
@@ -93,6 +86,30 @@ describe("when the WebAssembly cannot be used", () => {
       if (expectedLog) assert.equal(problems.length, 1, `one line from the browser: ${problems}`);
     });
   }
+});
+
+describe("when compare mode's module cannot be loaded", () => {
+  it("the compare widget says so, as text; a plain widget and the page work", async () => {
+    const { page, problems } = await openWith(
+      `<rate-limit-demo id="plain"></rate-limit-demo><rate-limit-demo id="compared" compare></rate-limit-demo>`,
+      {
+        routes: [
+          ["**/compare.js", (route) => route.fulfill({ status: 404, contentType: "text/plain", body: "not found" })],
+        ],
+      },
+    );
+    assert.deepEqual(await whenReady(page), [true, false]);
+    const error = await partText(page, "#compared", "error");
+    assert.match(error, /^Compare mode could not load\./);
+    assert.match(error, /compare\.js/);
+    assert.equal(await page.locator('#compared [part~="panel"]').isVisible(), false);
+    await page.locator('#plain [part~="hit"]').click();
+    assert.match(await partText(page, "#plain", "answer"), /^200 OK/);
+    await assertPageWorks(page);
+    // The browser logs the failed request itself; nothing else may appear.
+    assert.equal(problems.length, 1, `one line from the browser: ${problems}`);
+    assert.match(problems[0], /status of 404/);
+  });
 });
 
 describe("however the module arrives", () => {

@@ -11,12 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { ARTIFACTS, REPO, collectEvents, events, open, start, whenReady } from "./harness.mjs";
+import { ARTIFACTS, REPO, SITE, collectEvents, events, open, start, whenReady } from "./harness.mjs";
 
 const BOOK = join(REPO, "docs", "book");
 const CHAPTER = "rate-limits.html";
-/** What the README tells authors to copy next to their pages. */
-const WIDGET_FILES = ["rate-limit-demo.js", "rate-limit-demo.css", "pkg"];
+/** What the docs tell authors to copy next to their pages: the package's dist/ files. */
+const WIDGET_FILES = ["rate-limit-demo.js", "compare.js", "trickle_bg.wasm"];
 /** A window boundary of 6/8s, late enough that the page has loaded on the fake clock. */
 const START = 24_000;
 
@@ -27,7 +27,7 @@ before(async () => {
   const book = join(scratch, "book");
   await cp(BOOK, book, { recursive: true });
   for (const file of WIDGET_FILES) {
-    await cp(join(REPO, "www", file), join(book, "src", file), { recursive: true });
+    await cp(join(SITE, file), join(book, "src", file));
   }
   const site = join(scratch, "site");
   await buildBook(book, site);

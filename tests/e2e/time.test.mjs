@@ -121,12 +121,12 @@ describe("a clock that goes back, through the JS Limiter", () => {
   it("reads an earlier time as the latest seen: nothing extra gets in, nothing throws", async () => {
     const { page, problems } = await open(session, { path: "fixture.html", html: pageWith("") });
     const results = await page.evaluate(async (algorithms) => {
-      const glue = await import("/pkg/trickle.js");
-      await glue.default({ module_or_path: "/pkg/trickle_bg.wasm" });
+      const { load, Limiter } = await import("/limiter.js");
+      await load();
       const results = {};
       for (const algorithm of algorithms) {
-        const limiter = new glue.Limiter({ limit: "3/1s", algorithm });
-        const at = (t) => limiter.hit(1, t);
+        const limiter = new Limiter({ limit: "3/1s", algorithm });
+        const at = (t) => limiter.hit(t);
         const filled = [at(10_000), at(10_000), at(10_000)];
         const retry = at(10_000).retryAfterMs;
         const back = [9_999, 5_000, 0].map((t) => ({ sentAt: t, ...at(t) }));

@@ -278,7 +278,7 @@ describe("a docs author", () => {
     [`algorithm="leaky"`, /unknown algorithm "leaky"; use floating, sliding-log, fixed or token-bucket/],
     [`cost="1.5"`, /cost "1\.5".*whole number/],
     [`cost="7"`, /cost "7".*from 0 to 6/],
-    [`costs="github"`, /costs="esi"/],
+    [`costs="github"`, /costs="github": cost table entry "github" has no .*or name the preset "esi"/],
   ]) {
     it(`explains ${attribute}`, async () => {
       const { page, problems } = await openWith(`<rate-limit-demo limit="6/8s" ${attribute}></rate-limit-demo>`);
