@@ -1,7 +1,8 @@
 //! The four algorithms by name, and a limiter whose algorithm is chosen at run time.
 
-use std::fmt;
-use std::str::FromStr;
+use alloc::string::{String, ToString};
+use core::fmt;
+use core::str::FromStr;
 
 use crate::bucket::Bucket;
 use crate::decision::Decision;
@@ -44,6 +45,23 @@ impl Algorithm {
             Algorithm::Fixed => "fixed",
             Algorithm::TokenBucket => "token-bucket",
         }
+    }
+
+    /// Every name, in the order of [`Algorithm::ALL`] (the default first), joined by
+    /// `separator`.
+    ///
+    /// ```
+    /// assert_eq!(trickle::Algorithm::names(" "), "floating sliding-log fixed token-bucket");
+    /// ```
+    pub fn names(separator: &str) -> String {
+        let mut names = String::new();
+        for (i, algorithm) in Algorithm::ALL.iter().enumerate() {
+            if i > 0 {
+                names.push_str(separator);
+            }
+            names.push_str(algorithm.name());
+        }
+        names
     }
 }
 

@@ -26,9 +26,9 @@
 //!   N; the other three can let in up to 2N, since any W ms overlap at most two fixed
 //!   windows (and a token bucket can be emptied, then refilled with N in W).
 
-use std::collections::VecDeque;
-use std::fmt;
-use std::num::NonZeroU64;
+use alloc::collections::VecDeque;
+use core::fmt;
+use core::num::NonZeroU64;
 
 use crate::algorithm::{Algorithm, Limiter};
 use crate::decision::Decision;

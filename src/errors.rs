@@ -4,7 +4,11 @@
 //! input that no limiter can be built from. Each `Display` says what was wrong and what
 //! is allowed, so it can be shown to a person as it is.
 
-use std::fmt;
+use alloc::string::String;
+use core::fmt;
+
+use crate::algorithm::Algorithm;
+use crate::text::Text;
 
 /// A limit written as text (`"150/15m"`) or given as numbers could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,55 +32,100 @@ pub enum LimitError {
 const LIMIT_FORM: &str =
     "write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m";
 
-impl fmt::Display for LimitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl LimitError {
+    /// What `Display` writes, built without `core::fmt` so that the WebAssembly build
+    /// carries no formatting code.
+    pub fn message(&self) -> String {
+        let mut text = Text::new();
         match self {
-            LimitError::MissingSlash { text } => {
-                write!(f, "limit {text:?} has no '/'; {LIMIT_FORM}")
-            }
-            LimitError::BadTokens { text, tokens } => write!(
-                f,
-                "limit {text:?}: tokens {tokens:?} is not a whole number from 1 to {}; {LIMIT_FORM}",
-                u64::MAX
-            ),
-            LimitError::BadWindow { text, window } => write!(
-                f,
-                "limit {text:?}: window {window:?} is not a whole number followed by a unit; {LIMIT_FORM}"
-            ),
-            LimitError::UnknownUnit { text, unit } => write!(
-                f,
-                "limit {text:?}: unknown unit {unit:?}; the unit must be ms, s, m or h, as in 6/8s"
-            ),
-            LimitError::ZeroTokens => write!(f, "a limit needs at least 1 token per window, got 0"),
-            LimitError::ZeroWindow => write!(f, "a window must be at least 1 ms long, got 0"),
-            LimitError::WindowTooLong { text } => write!(
-                f,
-                "limit {text:?}: the window is longer than {} ms, the longest allowed",
-                u64::MAX
-            ),
+            LimitError::MissingSlash { text: limit } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(" has no '/'; ")
+                .push(LIMIT_FORM),
+            LimitError::BadTokens {
+                text: limit,
+                tokens,
+            } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": tokens ")
+                .quoted(tokens)
+                .push(" is not a whole number from 1 to ")
+                .number(u64::MAX)
+                .push("; ")
+                .push(LIMIT_FORM),
+            LimitError::BadWindow {
+                text: limit,
+                window,
+            } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": window ")
+                .quoted(window)
+                .push(" is not a whole number followed by a unit; ")
+                .push(LIMIT_FORM),
+            LimitError::UnknownUnit { text: limit, unit } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": unknown unit ")
+                .quoted(unit)
+                .push("; the unit must be ms, s, m or h, as in 6/8s"),
+            LimitError::ZeroTokens => text.push("a limit needs at least 1 token per window, got 0"),
+            LimitError::ZeroWindow => text.push("a window must be at least 1 ms long, got 0"),
+            LimitError::WindowTooLong { text: limit } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": the window is longer than ")
+                .number(u64::MAX)
+                .push(" ms, the longest allowed"),
         }
+        .build()
     }
 }
 
-impl std::error::Error for LimitError {}
+impl fmt::Display for LimitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
 
-/// A name that is not one of the four algorithms.
+impl core::error::Error for LimitError {}
+
+/// A name that is not one of the algorithms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlgorithmError {
     pub name: String,
 }
 
-impl fmt::Display for AlgorithmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown algorithm {:?}; use floating, sliding-log, fixed or token-bucket",
-            self.name
-        )
+impl AlgorithmError {
+    /// What `Display` writes: the name, and the algorithms there are (from
+    /// [`Algorithm::ALL`]), built without `core::fmt`.
+    pub fn message(&self) -> String {
+        let mut text = Text::new();
+        text.push("unknown algorithm ")
+            .quoted(&self.name)
+            .push("; use ");
+        let count = Algorithm::ALL.len();
+        for (i, algorithm) in Algorithm::ALL.iter().enumerate() {
+            match i {
+                0 => &mut text,
+                _ if i + 1 == count => text.push(" or "),
+                _ => text.push(", "),
+            }
+            .push(algorithm.name());
+        }
+        text.build()
     }
 }
 
-impl std::error::Error for AlgorithmError {}
+impl fmt::Display for AlgorithmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl core::error::Error for AlgorithmError {}
 
 /// An HTTP status that ESI's cost table has no price for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,14 +133,21 @@ pub struct StatusError {
     pub status: u16,
 }
 
-impl fmt::Display for StatusError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "status {} has no cost in ESI's table; expected an HTTP status from 200 to 599",
-            self.status
-        )
+impl StatusError {
+    /// What `Display` writes, built without `core::fmt`.
+    pub fn message(&self) -> String {
+        Text::new()
+            .push("status ")
+            .number(u64::from(self.status))
+            .push(" has no cost in ESI's table; expected an HTTP status from 200 to 599")
+            .build()
     }
 }
 
-impl std::error::Error for StatusError {}
+impl fmt::Display for StatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl core::error::Error for StatusError {}

@@ -4,6 +4,11 @@
 //! 2 tokens, a redirect or `304 Not Modified` 1, a client error 5 (but a 429, which the
 //! limiter itself sent, nothing), and a server error nothing, since the fault is ESI's.
 
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::costs::CostTable;
 use crate::decision::Decision;
 use crate::errors::StatusError;
 
@@ -17,7 +22,8 @@ use crate::errors::StatusError;
 /// | 429 | 0 |
 /// | 5XX | 0 |
 ///
-/// Anything else (1XX, or not an HTTP status) is an error.
+/// Anything else (1XX, or not an HTTP status) is an error. The table is
+/// [`CostTable::esi`], the preset `esi` of the cost tables a docs page may write.
 ///
 /// ```
 /// use trickle::esi::cost_for_status;
@@ -30,14 +36,9 @@ use crate::errors::StatusError;
 /// assert!(cost_for_status(101).is_err());
 /// ```
 pub fn cost_for_status(status: u16) -> Result<u64, StatusError> {
-    match status {
-        200..=299 => Ok(2),
-        300..=399 => Ok(1),
-        429 => Ok(0),
-        400..=499 => Ok(5),
-        500..=599 => Ok(0),
-        _ => Err(StatusError { status }),
-    }
+    CostTable::esi()
+        .cost(u64::from(status))
+        .map_err(|_| StatusError { status })
 }
 
 /// The response headers ESI sends for a decision:

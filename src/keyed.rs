@@ -8,9 +8,9 @@
 //! window that means keys active in the last two windows: a key idle for two whole
 //! windows has both counters at zero.
 
+use core::hash::Hash;
+use core::mem::size_of;
 use std::collections::HashMap;
-use std::hash::Hash;
-use std::mem::size_of;
 
 use crate::decision::{Decision, Outcome};
 use crate::floating::FloatingState;

@@ -54,31 +54,44 @@
 //! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`Comparison`].
+//! - What a response costs by its status, written as text: [`CostTable`].
+//!
+//! # Without `std`
+//!
+//! The crate is `no_std` with `alloc` when its default feature `std` is turned off, as the
+//! WebAssembly binding (`crates/trickle-wasm`) uses it. `std` adds the keyed limiters,
+//! whose map is std's `HashMap`, and the replay CLI.
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
 
 mod algorithm;
 mod bucket;
 mod compare;
+mod costs;
 mod decision;
 mod errors;
 pub mod esi;
 mod fixed;
 mod floating;
+#[cfg(feature = "std")]
 mod keyed;
 mod limit;
 mod sliding_log;
 mod state;
+mod text;
 mod token_bucket;
 mod tokens;
-#[cfg(target_arch = "wasm32")]
-pub mod wasm;
 
 pub use algorithm::{Algorithm, AnyState, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
 pub use compare::{Accuracy, Comparison, Disagreement, Ratio, Verdict};
+pub use costs::{CostTable, CostTableError, UnpricedStatus};
 pub use decision::{Counters, Decision, Outcome};
 pub use errors::{AlgorithmError, LimitError, StatusError};
 pub use fixed::FixedState;
 pub use floating::FloatingState;
+#[cfg(feature = "std")]
 pub use keyed::{GroupedLimiter, KeyedLimiter};
 pub use limit::Limit;
 pub use sliding_log::SlidingLogState;

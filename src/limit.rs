@@ -3,11 +3,13 @@
 //! A [`Limit`] can only be built valid (at least one token, a window of at least 1 ms), so
 //! the algorithms never check it again on the hot path.
 
-use std::fmt;
-use std::num::NonZeroU64;
-use std::str::FromStr;
+use alloc::string::{String, ToString};
+use core::fmt;
+use core::num::NonZeroU64;
+use core::str::FromStr;
 
 use crate::errors::LimitError;
+use crate::text::Text;
 
 /// N tokens per window of W milliseconds.
 ///
@@ -132,14 +134,28 @@ fn parse_digits(text: &str) -> Option<u64> {
     text.parse().ok()
 }
 
+impl Limit {
+    /// The limit in its shortest ESI form, `150/15m`, `6/8s`, `7/1500ms`: what `Display`
+    /// writes, built without `core::fmt`.
+    pub fn text(&self) -> String {
+        let window = self.window_ms();
+        // The last unit, ms, divides every window.
+        let (unit, unit_ms) = UNITS
+            .into_iter()
+            .find(|(_, unit_ms)| window.is_multiple_of(*unit_ms))
+            .unwrap_or(("ms", 1));
+        Text::new()
+            .number(self.tokens())
+            .push("/")
+            .number(window / unit_ms)
+            .push(unit)
+            .build()
+    }
+}
+
 impl fmt::Display for Limit {
     /// The shortest ESI form: `150/15m`, `6/8s`, `7/1500ms`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let window = self.window_ms();
-        let (unit, unit_ms) = UNITS
-            .iter()
-            .find(|(_, unit_ms)| window.is_multiple_of(*unit_ms))
-            .unwrap_or(&UNITS[UNITS.len() - 1]);
-        write!(f, "{}/{}{}", self.tokens(), window / unit_ms, unit)
+        f.write_str(&self.text())
     }
 }

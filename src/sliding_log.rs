@@ -5,7 +5,7 @@
 //! describes. It costs memory per logged millisecond, where the floating window costs 40
 //! bytes in all.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
 
 use crate::decision::{Decision, Outcome};
 use crate::limit::Limit;

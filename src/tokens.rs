@@ -4,8 +4,8 @@
 //! = 4.5. Every decision compares such amounts exactly, as integers scaled by the window
 //! length W, so a fraction is never rounded away and `f64` is only used to show one.
 
-use std::fmt;
-use std::num::NonZeroU64;
+use core::fmt;
+use core::num::NonZeroU64;
 
 /// `numerator / denominator` tokens, where the denominator is the window length in ms.
 ///

@@ -1,0 +1,251 @@
+//! The WebAssembly face of the `trickle` core, for the `<rate-limit-demo>` element.
+//!
+//! A low-level, numeric boundary: a hand-written JS wrapper (`www/src/limiter.js`) validates
+//! what a page passes and calls these exports with plain numbers. A decision is one wasm
+//! call with two `f64` arguments and a `u32` result; its numbers are written to one static
+//! buffer of `f64` that the wrapper reads through the wasm memory, so the hot path crosses
+//! no strings, objects or imports. Strings cross only to build a limiter or a cost table
+//! and to describe one.
+//!
+//! ```js
+//! import init, { RawLimiter, decision_buffer } from "./pkg/trickle.js";
+//! const wasm = await init();
+//! const fields = new Float64Array(wasm.memory.buffer, decision_buffer(), 13);
+//! const raw = new RawLimiter("6/8s", "floating");
+//! raw.hit(1234, 1);   // 0: allowed; fields[1] is `used`, fields[2] `remaining`, …
+//! ```
+//!
+//! The crate is `no_std`: a panic traps (`unreachable`) instead of formatting a message, so
+//! the module carries none of std's panic machinery. The core has no panic path on these
+//! calls; a trap would be a bug. Debug builds (the tests, the lints) link std instead, whose
+//! panic handler prints the message a failing test needs.
+#![cfg(target_arch = "wasm32")]
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
+#[cfg(any(test, debug_assertions))]
+extern crate std;
+
+use alloc::string::String;
+
+#[cfg(not(any(test, debug_assertions)))]
+#[panic_handler]
+fn trap(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+use core::cell::UnsafeCell;
+
+use trickle::{Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
+use wasm_bindgen::prelude::*;
+
+// Talc instead of Rust's default dlmalloc: a drop-in allocator for single-threaded wasm.
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
+/// How many `f64` a decision writes to the buffer.
+pub const DECISION_FIELDS: usize = 13;
+
+/// The buffer's slots, in order: what the JS wrapper reads at each index.
+pub mod field {
+    /// What the request costs (or would have cost), in tokens.
+    pub const COST: usize = 0;
+    /// Tokens in use after the decision; fractional for the floating window and bucket.
+    pub const USED: usize = 1;
+    /// Whole tokens left.
+    pub const REMAINING: usize = 2;
+    /// The exact wait before the same request fits, in ms; 0 unless denied.
+    pub const RETRY_AFTER_MS: usize = 3;
+    /// The `Retry-After` header: whole seconds, rounded up; 0 unless denied.
+    pub const RETRY_AFTER: usize = 4;
+    /// When the decision was made, in ms.
+    pub const T: usize = 5;
+    /// The floating window's counters (0 for the other algorithms): tokens spent in the
+    /// previous and the current fixed window, the share of the previous one still counted,
+    /// and how far into the current window `t` is.
+    pub const PREVIOUS: usize = 6;
+    pub const CURRENT: usize = 7;
+    pub const OVERLAP: usize = 8;
+    pub const ELAPSED_MS: usize = 9;
+    /// 1 when the four counters above apply (the floating window), else 0.
+    pub const COUNTED: usize = 10;
+    /// N, the limit's tokens, and W, its window in ms.
+    pub const LIMIT: usize = 11;
+    pub const WINDOW_MS: usize = 12;
+}
+
+/// Outcome codes `hit`, `peek` and `record` return.
+pub const ALLOWED: u32 = 0;
+pub const DENIED: u32 = 1;
+pub const EXCEEDS_LIMIT: u32 = 2;
+
+/// The one decision buffer. The module is single-threaded and a decision is written whole
+/// before its call returns, so there is never more than one writer or a reader mid-write.
+struct DecisionBuffer(UnsafeCell<[f64; DECISION_FIELDS]>);
+
+// SAFETY: wasm32-unknown-unknown without atomics has one thread.
+unsafe impl Sync for DecisionBuffer {}
+
+static DECISION: DecisionBuffer = DecisionBuffer(UnsafeCell::new([0.0; DECISION_FIELDS]));
+
+/// The byte offset of the decision buffer in the wasm memory: read it as
+/// `new Float64Array(memory.buffer, decision_buffer(), 13)`.
+#[wasm_bindgen]
+pub fn decision_buffer() -> u32 {
+    DECISION.0.get() as u32
+}
+
+/// Writes `decision` into the buffer and returns its outcome code.
+fn publish(decision: &Decision) -> u32 {
+    let (code, retry_after_ms, retry_after) = match decision.outcome {
+        Outcome::Allowed => (ALLOWED, 0.0, 0.0),
+        Outcome::Denied { retry_after_ms } => (
+            DENIED,
+            retry_after_ms as f64,
+            decision.retry_after_s().unwrap_or_default() as f64,
+        ),
+        Outcome::ExceedsLimit => (EXCEEDS_LIMIT, 0.0, 0.0),
+    };
+    let counters = decision.counters;
+    let fields = [
+        decision.cost as f64,
+        decision.used.as_f64(),
+        decision.remaining() as f64,
+        retry_after_ms,
+        retry_after,
+        decision.at_ms as f64,
+        counters.map_or(0.0, |c| c.previous as f64),
+        counters.map_or(0.0, |c| c.current as f64),
+        counters.map_or(0.0, |c| c.overlap()),
+        counters.map_or(0.0, |c| c.elapsed_ms as f64),
+        if counters.is_some() { 1.0 } else { 0.0 },
+        decision.limit.tokens() as f64,
+        decision.limit.window_ms() as f64,
+    ];
+    // SAFETY: see `DecisionBuffer`; no reference into the buffer outlives this write.
+    unsafe { DECISION.0.get().write(fields) };
+    code
+}
+
+/// A whole number of ms or tokens from JS, which has already checked it is one from 0 to
+/// 2^53 − 1. The cast floors a time's fraction of a millisecond and saturates anything else.
+fn whole(value: f64) -> u64 {
+    value as u64
+}
+
+/// One rate-limited bucket running one of the algorithms.
+#[wasm_bindgen]
+pub struct RawLimiter {
+    inner: Limiter,
+}
+
+#[wasm_bindgen]
+impl RawLimiter {
+    /// A limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`, see
+    /// [`algorithms`]). Throws an `Error` with the core's message for either one bad.
+    #[wasm_bindgen(constructor)]
+    pub fn new(limit: &str, algorithm: &str) -> Result<RawLimiter, JsError> {
+        let limit: Limit = limit
+            .parse()
+            .map_err(|e: trickle::LimitError| JsError::new(&e.message()))?;
+        let algorithm: Algorithm = algorithm
+            .parse()
+            .map_err(|e: trickle::AlgorithmError| JsError::new(&e.message()))?;
+        Ok(RawLimiter {
+            inner: Limiter::with_algorithm(algorithm, limit),
+        })
+    }
+
+    /// Spends `cost` tokens at `now` if they fit; the outcome code, and the decision in
+    /// the buffer.
+    pub fn hit(&mut self, now: f64, cost: f64) -> u32 {
+        publish(&self.inner.hit(whole(now), whole(cost)))
+    }
+
+    /// What `hit` would answer, spending nothing.
+    pub fn peek(&self, now: f64, cost: f64) -> u32 {
+        publish(&self.inner.peek(whole(now), whole(cost)))
+    }
+
+    /// Charges `cost` tokens whether or not they fit (always 0, allowed).
+    pub fn record(&mut self, now: f64, cost: f64) -> u32 {
+        publish(&self.inner.record(whole(now), whole(cost)))
+    }
+
+    /// Forgets everything spent.
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// The limit as the core writes it, e.g. `"6/8s"`.
+    #[wasm_bindgen(getter)]
+    pub fn limit(&self) -> String {
+        self.inner.limit().text()
+    }
+
+    /// N, the tokens one window holds.
+    #[wasm_bindgen(getter)]
+    pub fn tokens(&self) -> f64 {
+        self.inner.limit().tokens() as f64
+    }
+
+    /// W, the window's length in ms.
+    #[wasm_bindgen(getter)]
+    pub fn window_ms(&self) -> f64 {
+        self.inner.limit().window_ms() as f64
+    }
+
+    /// The algorithm's name, e.g. `"floating"`.
+    #[wasm_bindgen(getter)]
+    pub fn algorithm(&self) -> String {
+        self.inner.algorithm().name().into()
+    }
+}
+
+/// The algorithms' names, space-separated, the default first.
+#[wasm_bindgen]
+pub fn algorithms() -> String {
+    Algorithm::names(" ")
+}
+
+/// What a response costs by its HTTP status: a [`CostTable`] written as text
+/// (`"200:2 304:1 4xx:5 429:0 5xx:0"`, or the preset `"esi"`).
+#[wasm_bindgen]
+pub struct RawCostTable {
+    inner: CostTable,
+}
+
+#[wasm_bindgen]
+impl RawCostTable {
+    /// Throws an `Error` with the core's message when the text is not a table.
+    #[wasm_bindgen(constructor)]
+    pub fn new(text: &str) -> Result<RawCostTable, JsError> {
+        text.parse()
+            .map(|inner| RawCostTable { inner })
+            .map_err(|e: trickle::CostTableError| JsError::new(&e.message()))
+    }
+
+    /// The cost of a response with `status` (a whole number, checked by JS). Throws an
+    /// `Error` saying which statuses the table prices when it has no entry for it.
+    pub fn cost(&self, status: f64) -> Result<f64, JsError> {
+        self.inner
+            .cost(whole(status))
+            .map(|cost| cost as f64)
+            .map_err(|e| JsError::new(&e.message()))
+    }
+
+    /// Statuses to offer as buttons, one per entry in table order, space-separated.
+    pub fn statuses(&self) -> String {
+        let mut text = String::new();
+        for status in self.inner.statuses() {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            // A status is 100 to 599: three digits.
+            for digit in [status / 100, status / 10 % 10, status % 10] {
+                text.push(char::from(b'0' + digit as u8));
+            }
+        }
+        text
+    }
+}

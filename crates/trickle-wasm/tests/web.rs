@@ -1,0 +1,314 @@
+//! The raw JavaScript boundary (`crates/trickle-wasm`), run as WebAssembly under Node and in
+//! headless Chromium: `wasm-pack test --node` and `wasm-pack test --headless --chrome`.
+//!
+//! Only the translation is tested here: outcome codes, the decision buffer read the way the
+//! JS wrapper reads it (a `Float64Array` over the wasm memory), getters, and an `Error` with
+//! the core's exact message for every bad limit, algorithm or cost table. The arithmetic
+//! itself is the core's, tested natively in the crate's other test files.
+//!
+//! The binding is a cdylib only (an rlib beside it would grow the widget's wasm), so its
+//! source is compiled in here as a module: the same exports, called directly, and through
+//! the glue wasm-bindgen generates for this test module.
+#![cfg(target_arch = "wasm32")]
+
+#[path = "../src/lib.rs"]
+mod binding;
+
+use binding::{
+    algorithms, decision_buffer, field, RawCostTable, RawLimiter, ALLOWED, DECISION_FIELDS, DENIED,
+    EXCEEDS_LIMIT,
+};
+use js_sys::{Error, Float64Array, Function, Reflect, WebAssembly};
+use wasm_bindgen::{JsCast, JsError, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+/// How every cost-table message that is not about a class ends.
+macro_rules! table_form {
+    () => {
+        "write a table as STATUS:COST entries separated by spaces, where STATUS is a status from 100 to 599 or a class 1xx to 5xx and COST a whole number of tokens, as in \"200:2 304:1 4xx:5 429:0 5xx:0\", or name the preset \"esi\""
+    };
+}
+fn limiter(limit: &str, algorithm: &str) -> RawLimiter {
+    RawLimiter::new(limit, algorithm).unwrap_or_else(|err| panic!("{}", message(err)))
+}
+
+/// The message of the JS `Error` a binding threw; it must be a plain `Error`, not a
+/// `TypeError` or a wasm trap.
+fn message(err: JsError) -> String {
+    let value = JsValue::from(err);
+    let error: &Error = value.dyn_ref().expect("bindings throw JS Error objects");
+    assert_eq!(error.name(), "Error");
+    error.message().into()
+}
+
+/// The decision buffer as the JS wrapper sees it: a view of the wasm memory at the offset
+/// `decision_buffer()` gives.
+fn fields() -> Vec<f64> {
+    let memory: WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    let view = Float64Array::new_with_byte_offset_and_length(
+        &memory.buffer(),
+        decision_buffer(),
+        DECISION_FIELDS as u32,
+    );
+    view.to_vec()
+}
+
+#[wasm_bindgen_test]
+fn the_readme_example_fills_every_field() {
+    let mut bucket = limiter("6/8s", "floating");
+    for t in [0.0, 1_000.0, 2_000.0, 3_000.0, 9_000.0, 10_000.0] {
+        assert_eq!(bucket.hit(t, 1.0), ALLOWED, "t = {t}");
+    }
+
+    assert_eq!(bucket.hit(11_000.0, 1.0), ALLOWED);
+    #[rustfmt::skip]
+    let expected = [
+        (field::COST, 1.0), (field::USED, 5.5), (field::REMAINING, 0.0),
+        (field::RETRY_AFTER_MS, 0.0), (field::RETRY_AFTER, 0.0), (field::T, 11_000.0),
+        (field::PREVIOUS, 4.0), (field::CURRENT, 3.0), (field::OVERLAP, 0.625),
+        (field::ELAPSED_MS, 3_000.0), (field::COUNTED, 1.0), (field::LIMIT, 6.0),
+        (field::WINDOW_MS, 8_000.0),
+    ];
+    let allowed = fields();
+    for (index, value) in expected {
+        assert_eq!(allowed[index], value, "field {index}");
+    }
+
+    assert_eq!(bucket.hit(11_000.0, 1.0), DENIED);
+    let denied = fields();
+    assert_eq!(denied[field::RETRY_AFTER_MS], 1_000.0);
+    assert_eq!(denied[field::RETRY_AFTER], 1.0);
+    assert_eq!(denied[field::USED], 5.5, "a denial spends nothing");
+}
+
+#[wasm_bindgen_test]
+fn the_layout_is_thirteen_distinct_slots_in_the_documented_order() {
+    #[rustfmt::skip]
+    let order = [
+        field::COST, field::USED, field::REMAINING, field::RETRY_AFTER_MS, field::RETRY_AFTER,
+        field::T, field::PREVIOUS, field::CURRENT, field::OVERLAP, field::ELAPSED_MS,
+        field::COUNTED, field::LIMIT, field::WINDOW_MS,
+    ];
+    assert_eq!(order.len(), DECISION_FIELDS);
+    assert!(order.iter().enumerate().all(|(i, slot)| i == *slot));
+    assert_eq!(
+        decision_buffer() % 8,
+        0,
+        "a Float64Array needs an aligned offset"
+    );
+}
+
+#[wasm_bindgen_test]
+fn counters_are_zero_and_not_counted_for_algorithms_without_them() {
+    for algorithm in ["sliding-log", "fixed", "token-bucket"] {
+        let mut bucket = limiter("6/8s", algorithm);
+        assert_eq!(bucket.algorithm(), algorithm);
+        assert_eq!(bucket.hit(0.0, 2.0), ALLOWED);
+        let decision = fields();
+        assert_eq!(decision[field::USED], 2.0, "{algorithm}");
+        assert_eq!(decision[field::COUNTED], 0.0, "{algorithm}");
+        for index in [
+            field::PREVIOUS,
+            field::CURRENT,
+            field::OVERLAP,
+            field::ELAPSED_MS,
+        ] {
+            assert_eq!(decision[index], 0.0, "{algorithm}: field {index}");
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_cost_above_the_limit_is_refused_without_a_retry() {
+    let mut bucket = limiter("6/8s", "floating");
+    assert_eq!(bucket.hit(0.0, 7.0), EXCEEDS_LIMIT);
+    let decision = fields();
+    assert_eq!(decision[field::RETRY_AFTER_MS], 0.0);
+    assert_eq!(decision[field::RETRY_AFTER], 0.0);
+    assert_eq!(decision[field::COST], 7.0);
+}
+
+#[wasm_bindgen_test]
+fn peek_spends_nothing_record_charges_past_the_limit_and_reset_forgets() {
+    let mut bucket = limiter("6/8s", "floating");
+    assert_eq!(bucket.peek(0.0, 6.0), ALLOWED);
+    assert_eq!(fields()[field::USED], 0.0, "nothing was spent");
+    assert_eq!(bucket.peek(0.0, 7.0), EXCEEDS_LIMIT);
+
+    assert_eq!(bucket.record(0.0, 8.0), ALLOWED);
+    assert_eq!(fields()[field::USED], 8.0);
+    assert_eq!(fields()[field::REMAINING], 0.0);
+    assert_eq!(bucket.hit(0.0, 1.0), DENIED);
+
+    bucket.reset();
+    assert_eq!(bucket.peek(0.0, 0.0), ALLOWED);
+    assert_eq!(fields()[field::USED], 0.0);
+}
+
+#[wasm_bindgen_test]
+fn fractions_of_a_millisecond_are_floored() {
+    let mut bucket = limiter("6/8s", "floating");
+    bucket.hit(1234.9, 1.0);
+    assert_eq!(fields()[field::T], 1234.0);
+    bucket.hit(2.0_f64.powi(53) - 1.0, 1.0);
+    assert_eq!(fields()[field::T], 9_007_199_254_740_991.0);
+}
+
+#[wasm_bindgen_test]
+fn getters_describe_the_limit() {
+    let bucket = limiter(" 150/900s\n", "token-bucket");
+    assert_eq!(bucket.limit(), "150/15m");
+    assert_eq!(bucket.tokens(), 150.0);
+    assert_eq!(bucket.window_ms(), 900_000.0);
+    assert_eq!(bucket.algorithm(), "token-bucket");
+    assert_eq!(limiter("7/1500ms", "fixed").limit(), "7/1500ms");
+    assert_eq!(
+        limiter("9007199254740993/1s", "fixed").limit(),
+        "9007199254740993/1s"
+    );
+}
+
+#[wasm_bindgen_test]
+fn huge_limits_arrive_as_the_nearest_numbers() {
+    let mut bucket = limiter("18446744073709551615/1ms", "floating");
+    assert_eq!(bucket.tokens(), u64::MAX as f64);
+    assert_eq!(bucket.hit(0.0, 9_007_199_254_740_991.0), ALLOWED);
+    assert_eq!(fields()[field::LIMIT], u64::MAX as f64);
+    assert_eq!(fields()[field::COST], 9_007_199_254_740_991.0);
+}
+
+#[wasm_bindgen_test]
+fn algorithms_lists_the_core_names_default_first() {
+    assert_eq!(algorithms(), "floating sliding-log fixed token-bucket");
+    for name in algorithms().split(' ') {
+        assert_eq!(limiter("6/8s", name).algorithm(), name);
+    }
+}
+
+/// `new RawLimiter(limit, algorithm)`, one row per bad input: the arguments and the exact
+/// message of the `Error` it throws, the core's own.
+#[rustfmt::skip]
+const BAD_LIMITERS: &[(&str, &str, &str)] = &[
+    ("0/8s",       "floating", r#"a limit needs at least 1 token per window, got 0"#),
+    ("6/0s",       "floating", r#"a window must be at least 1 ms long, got 0"#),
+    ("-6/8s",      "floating", r#"limit "-6/8s": tokens "-6" is not a whole number from 1 to 18446744073709551615; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m"#),
+    ("6/-8s",      "floating", r#"limit "6/-8s": window "-8s" is not a whole number followed by a unit; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m"#),
+    ("",           "floating", r#"limit "" has no '/'; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m"#),
+    ("6/18446744073709551616ms", "floating", r#"limit "6/18446744073709551616ms": the window is longer than 18446744073709551615 ms, the longest allowed"#),
+    ("6/8x",       "floating", r#"limit "6/8x": unknown unit "x"; the unit must be ms, s, m or h, as in 6/8s"#),
+    ("6/8秒",      "floating", r#"limit "6/8秒": unknown unit "秒"; the unit must be ms, s, m or h, as in 6/8s"#),
+    ("\t",         "floating", r#"limit "\t" has no '/'; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m"#),
+    ("6\"/8s",     "floating", r#"limit "6\"/8s": tokens "6\"" is not a whole number from 1 to 18446744073709551615; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m"#),
+    ("6/8s\u{200b}", "floating", r#"limit "6/8s\u{200b}": unknown unit "s\u{200b}"; the unit must be ms, s, m or h, as in 6/8s"#),
+    ("<img src=x onerror=alert(1)>", "floating", r#"limit "<img src=x onerror=alert(1)>" has no '/'; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m"#),
+    // The limit is checked first.
+    ("6/8x",       "leaky",    r#"limit "6/8x": unknown unit "x"; the unit must be ms, s, m or h, as in 6/8s"#),
+    ("6/8s",       "leaky",    r#"unknown algorithm "leaky"; use floating, sliding-log, fixed or token-bucket"#),
+    ("6/8s",       "",         r#"unknown algorithm ""; use floating, sliding-log, fixed or token-bucket"#),
+    ("6/8s",       "Floating", r#"unknown algorithm "Floating"; use floating, sliding-log, fixed or token-bucket"#),
+    ("6/8s",       "fixed\n",  r#"unknown algorithm "fixed\n"; use floating, sliding-log, fixed or token-bucket"#),
+    ("6/8s",       "ﬁxed",     r#"unknown algorithm "ﬁxed"; use floating, sliding-log, fixed or token-bucket"#),
+    ("6/8s",       "<img src=x onerror=alert(1)>", r#"unknown algorithm "<img src=x onerror=alert(1)>"; use floating, sliding-log, fixed or token-bucket"#),
+];
+
+#[wasm_bindgen_test]
+fn bad_limits_and_algorithms_throw_the_core_message() {
+    for (limit, algorithm, expected) in BAD_LIMITERS {
+        match RawLimiter::new(limit, algorithm) {
+            Ok(_) => panic!("{limit:?}, {algorithm:?} was accepted"),
+            Err(err) => assert_eq!(message(err), *expected, "{limit:?}, {algorithm:?}"),
+        }
+    }
+}
+
+/// What `js`, run with `RawLimiter` and `RawCostTable` in scope as a page has them, threw:
+/// a plain `Error`'s message. Checks the generated glue throws what the Rust side returns.
+fn thrown_in_js(js: &str) -> String {
+    let limiter_class = Reflect::get(&limiter("6/8s", "floating").into(), &"constructor".into());
+    let table_class = Reflect::get(&table("esi").into(), &"constructor".into());
+    let thrown = Function::new_with_args("RawLimiter, RawCostTable", js)
+        .call2(
+            &JsValue::NULL,
+            &limiter_class.unwrap(),
+            &table_class.unwrap(),
+        )
+        .expect_err(js);
+    let error: &Error = thrown
+        .dyn_ref()
+        .unwrap_or_else(|| panic!("{js}: {thrown:?}"));
+    assert_eq!(error.name(), "Error", "{js}");
+    error.message().into()
+}
+
+#[wasm_bindgen_test]
+fn the_glue_throws_plain_errors() {
+    assert_eq!(
+        thrown_in_js(r#"new RawLimiter("6/8s", "leaky")"#),
+        r#"unknown algorithm "leaky"; use floating, sliding-log, fixed or token-bucket"#
+    );
+    assert_eq!(
+        thrown_in_js(r#"new RawCostTable("esi").cost(101)"#),
+        "status 101 has no cost in this table, which prices 2xx, 3xx, 4xx, 429 and 5xx"
+    );
+    assert_eq!(
+        thrown_in_js(r#"new RawCostTable("")"#),
+        concat!("a cost table needs at least one entry; ", table_form!())
+    );
+}
+
+fn table(text: &str) -> RawCostTable {
+    RawCostTable::new(text).unwrap_or_else(|err| panic!("{}", message(err)))
+}
+
+#[wasm_bindgen_test]
+fn esi_costs_by_status() {
+    let esi = table("esi");
+    #[rustfmt::skip]
+    let costs = [(100.0, None), (200.0, Some(2.0)), (204.0, Some(2.0)), (304.0, Some(1.0)), (404.0, Some(5.0)),
+                 (420.0, Some(5.0)), (429.0, Some(0.0)), (500.0, Some(0.0)), (503.0, Some(0.0)), (600.0, None)];
+    for (status, cost) in costs {
+        assert_eq!(esi.cost(status).ok(), cost, "{status}");
+    }
+    assert_eq!(esi.statuses(), "200 304 404 500");
+    #[rustfmt::skip]
+    let refused = [
+        (101.0,    "status 101 has no cost in this table, which prices 2xx, 3xx, 4xx, 429 and 5xx"),
+        (70_000.0, "status 70000 has no cost in this table, which prices 2xx, 3xx, 4xx, 429 and 5xx"),
+    ];
+    for (status, expected) in refused {
+        assert_eq!(esi.cost(status).map_err(message), Err(expected.to_string()));
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_written_table_prices_and_offers_its_statuses() {
+    let written = table("200:2 304:1 4xx:5 429:0 5xx:0");
+    assert_eq!(written.statuses(), "200 304 404 500");
+    assert_eq!(written.cost(200.0).ok(), Some(2.0));
+    assert_eq!(written.cost(429.0).ok(), Some(0.0));
+    assert_eq!(
+        written.cost(201.0).map_err(message),
+        Err("status 201 has no cost in this table, which prices 200, 304, 4xx, 429 and 5xx".into())
+    );
+    assert_eq!(table("1xx:0 404:3 4xx:1").statuses(), "100 404 400");
+}
+
+#[rustfmt::skip]
+const BAD_TABLES: &[(&str, &str)] = &[
+    ("",          concat!("a cost table needs at least one entry; ", table_form!())),
+    ("200",       concat!("cost table entry \"200\" has no ':' between a status and its cost; ", table_form!())),
+    ("600:1",     concat!("cost table entry \"600:1\": \"600\" is not a status from 100 to 599 or a class 1xx to 5xx; ", table_form!())),
+    ("6xx:1",     "cost table entry \"6xx:1\": \"6xx\" is not an HTTP class; the classes are 1xx, 2xx, 3xx, 4xx and 5xx"),
+    ("200:-1",    concat!("cost table entry \"200:-1\": cost \"-1\" is not a whole number of tokens from 0 to 18446744073709551615; ", table_form!())),
+    ("200:1 200:2", "cost table prices 200 twice; write each status or class once"),
+];
+
+#[wasm_bindgen_test]
+fn bad_tables_throw_the_core_message() {
+    for (text, expected) in BAD_TABLES {
+        match RawCostTable::new(text) {
+            Ok(_) => panic!("{text:?} was accepted"),
+            Err(err) => assert_eq!(message(err), *expected, "{text:?}"),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! A tiny text builder for messages and limits, free of `core::fmt`.
+//!
+//! Every error message and every limit the crate writes is built here, once, and each
+//! `Display` only hands the result to the formatter. The WebAssembly build asks for the
+//! same text through `message()` and `text()`, so it carries no formatting machinery: Rust's
+//! `{:?}` escaping alone links in the Unicode printability tables, several kilobytes the
+//! docs widget would download for error messages. The methods are never inlined: a message
+//! is built once in a while, and each inlined `push` would copy the growth logic of a
+//! `String` into every call site of every message.
+
+use alloc::string::String;
+
+/// A message being built: plain text, whole numbers in decimal, and quoted strings.
+#[derive(Default)]
+pub(crate) struct Text(String);
+
+impl Text {
+    pub(crate) fn new() -> Text {
+        Text(String::new())
+    }
+
+    /// Appends `text` as it is.
+    #[inline(never)]
+    pub(crate) fn push(&mut self, text: &str) -> &mut Text {
+        self.0.push_str(text);
+        self
+    }
+
+    /// Appends `number` in decimal.
+    #[inline(never)]
+    pub(crate) fn number(&mut self, number: u64) -> &mut Text {
+        // The largest power of ten not above `number` (10^19 for u64::MAX, which fits), then
+        // one digit per power: no buffer to index, so no bounds check and no panic path.
+        let mut power = 1;
+        while number / power >= 10 {
+            power *= 10;
+        }
+        while power > 0 {
+            self.0.push(char::from(b'0' + (number / power % 10) as u8));
+            power /= 10;
+        }
+        self
+    }
+
+    /// Appends `text` in double quotes, as Rust's `{:?}` writes a string for the characters
+    /// a message can meet: `"` and `\` escaped, `\0`, `\t`, `\r`, `\n` by name, and other
+    /// control characters and the invisible ones (zero-width and directional marks, the
+    /// soft hyphen, the byte-order mark, line and paragraph separators) as `\u{…}`, so a
+    /// message stays one line and shows what was really typed. Everything else is kept,
+    /// markup and non-ASCII letters included: a message is text, never markup.
+    #[inline(never)]
+    pub(crate) fn quoted(&mut self, text: &str) -> &mut Text {
+        self.0.push('"');
+        for c in text.chars() {
+            match c {
+                '"' => self.0.push_str("\\\""),
+                '\\' => self.0.push_str("\\\\"),
+                '\0' => self.0.push_str("\\0"),
+                '\t' => self.0.push_str("\\t"),
+                '\r' => self.0.push_str("\\r"),
+                '\n' => self.0.push_str("\\n"),
+                c if is_invisible(c) => {
+                    self.0.push_str("\\u{");
+                    let code = u32::from(c);
+                    let mut shift = 28;
+                    // Lowercase hex without leading zeros, as Rust writes it.
+                    while shift > 0 && (code >> shift) & 0xf == 0 {
+                        shift -= 4;
+                    }
+                    loop {
+                        let digit = (code >> shift) & 0xf;
+                        self.0.push(char::from(b"0123456789abcdef"[digit as usize]));
+                        if shift == 0 {
+                            break;
+                        }
+                        shift -= 4;
+                    }
+                    self.0.push('}');
+                }
+                c => self.0.push(c),
+            }
+        }
+        self.0.push('"');
+        self
+    }
+
+    /// The text built so far.
+    pub(crate) fn build(&mut self) -> String {
+        core::mem::take(&mut self.0)
+    }
+}
+
+/// Control characters, and the characters that show nothing but change how text reads.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\0'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{ad}'
+            | '\u{61c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Text;
+
+    #[test]
+    fn numbers_are_decimal() {
+        for number in [0, 7, 10, 1_000, u64::MAX] {
+            assert_eq!(Text::new().number(number).build(), number.to_string());
+        }
+    }
+
+    /// Wherever the builder escapes, it agrees with Rust's `{:?}`.
+    #[test]
+    fn quoting_agrees_with_debug() {
+        for text in [
+            "",
+            "6/8s",
+            "a\"b\\c",
+            "\0\t\r\n\u{1}\u{1b}\u{7f}\u{85}",
+            "\u{ad}\u{200b}\u{200e}\u{2028}\u{202e}\u{2066}\u{feff}\u{e0041}",
+            "flöating ６ 秒 <img src=x onerror=alert(1)>",
+        ] {
+            assert_eq!(Text::new().quoted(text).build(), format!("{text:?}"));
+        }
+    }
+}
