@@ -1,0 +1,306 @@
+// The embedding recipes of docs/embedding.md, each built for real: a plain page with an
+// import map, a VitePress site, a Docusaurus site. Each site is laid out in a scratch folder
+// from its fixture (tests/recipes/<tool>/: package.json, its lockfile, and what the docs do
+// not show, such as the rest of a minimal site) plus the files the docs page gives in code
+// blocks titled with a file name, so that the docs and what is tested cannot drift apart.
+// Then `npm ci`, `npm install --no-save` of the packed tarball (what ships, not the source),
+// the tool's build, the output served on 127.0.0.1 and read in Chromium: the widget is ready,
+// answers six 200s then a 429 with its Retry-After, nothing is logged, and the tool's page
+// around it keeps working.
+//
+// Installing and building take minutes (Docusaurus most); every step is bounded, and the
+// time each took is written to target/e2e/recipes-timings.json. RECIPE=vitepress runs one.
+
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ARTIFACTS, REPO, collectEvents, events, open, start, whenReady } from "./harness.mjs";
+
+const DOC = join(REPO, "docs", "embedding.md");
+const FIXTURES = join(REPO, "tests", "recipes");
+/** A window boundary of 6/8s, late enough that every site has loaded on the fake clock. */
+const START = 24_000;
+const MINUTE = 60_000;
+
+/** The recipes: the docs' section, the fixture, how to build, what to serve and open. */
+const RECIPES = [
+  {
+    name: "import map",
+    heading: "Plain HTML, import map",
+    fixture: "importmap",
+    build: null,
+    output: ".",
+    page: "index.html",
+    tools: {},
+  },
+  {
+    name: "VitePress",
+    heading: "VitePress",
+    fixture: "vitepress",
+    build: ["node_modules/.bin/vitepress", ["build", "docs"]],
+    output: "docs/.vitepress/dist",
+    page: "rate-limits.html",
+    home: "index.html",
+    link: "Rate limits",
+    tools: { vitepress: "vitepress", vue: "Vue" },
+  },
+  {
+    name: "Docusaurus",
+    heading: "Docusaurus",
+    fixture: "docusaurus",
+    build: ["node_modules/.bin/docusaurus", ["build"]],
+    output: "build",
+    page: "rate-limits/",
+    home: "",
+    link: "Rate limits",
+    tools: { "@docusaurus/core": "@docusaurus/core", react: "React" },
+  },
+];
+
+/**
+ * The files a section of the docs gives: every fenced code block whose info string names a
+ * file, as in ```js title="docs/.vitepress/config.mjs"```, keyed by that name.
+ */
+function filesIn(markdown, heading) {
+  const sections = markdown.split(/^## /m);
+  const section = sections.find((text) => text.split("\n", 1)[0].trim() === heading);
+  assert.ok(section, `docs/embedding.md has a section "## ${heading}"`);
+  const files = new Map();
+  for (const [, path, body] of section.matchAll(/^```\w*\s+title="([^"]+)"\n([\s\S]*?)^```$/gm)) {
+    files.set(path, body);
+  }
+  assert.ok(files.size > 0, `"## ${heading}" gives at least one file in a titled code block`);
+  return files;
+}
+
+/** The versions the docs' table says were tested, as one line of text per recipe. */
+function testedVersions(markdown, heading) {
+  const row = markdown.split("\n").find((line) => line.startsWith(`| ${heading} |`));
+  assert.ok(row, `the docs' table has a row for ${heading}`);
+  return row.split("|")[2].trim();
+}
+
+/** A command's output, trimmed to what fits in a failure message. */
+const tail = (text, lines = 40) => String(text ?? "").trimEnd().split("\n").slice(-lines).join("\n");
+
+/**
+ * Runs `command args` in `cwd` within `timeout` ms; resolves to how long it took (ms). A
+ * failure says which step failed, how, and the end of its stderr and stdout.
+ */
+function run(step, command, args, { cwd, timeout }) {
+  const began = performance.now();
+  return new Promise((resolve, reject) => {
+    execFile(
+      command,
+      args,
+      {
+        cwd,
+        timeout,
+        killSignal: "SIGKILL",
+        maxBuffer: 64 * 1024 * 1024,
+        // No update check, no colours in the messages a failure quotes.
+        env: { ...process.env, NO_UPDATE_NOTIFIER: "1", NO_COLOR: "1", FORCE_COLOR: "0", CI: "1" },
+      },
+      (error, stdout, stderr) => {
+        if (!error) return resolve(Math.round(performance.now() - began));
+        const how = error.killed
+          ? `timed out after ${timeout / 1000} s`
+          : error.code === "ENOENT"
+            ? `${command} not found`
+            : `exit code ${error.code}`;
+        reject(
+          new Error(
+            `${step} failed (${how}): ${command} ${args.join(" ")} in ${cwd}\n` +
+              `--- stderr ---\n${tail(stderr)}\n--- stdout ---\n${tail(stdout)}`,
+          ),
+        );
+      },
+    );
+  });
+}
+
+/** RECIPE=vitepress (a fixture's name, or several, comma-separated) runs only those. */
+const ONLY = process.env.RECIPE?.split(",").map((name) => name.trim().toLowerCase());
+
+const timings = {};
+
+after(async () => {
+  await mkdir(ARTIFACTS, { recursive: true });
+  await writeFile(join(ARTIFACTS, "recipes-timings.json"), JSON.stringify(timings, null, 2) + "\n");
+});
+
+/** Fulfils the favicon request every page makes: a real site has its own, the recipes show none. */
+const FAVICON = ["**/favicon.ico", (route) => route.fulfill({ status: 204 })];
+
+/** Presses Hit seven times at one instant; returns the decisions' details. */
+async function pressSeven(page) {
+  await collectEvents(page);
+  await page.clock.pauseAt(START);
+  const hit = page.locator('rate-limit-demo [part~="hit"]');
+  for (let press = 0; press < 7; press++) await hit.click();
+  return (await events(page)).map(({ detail }) => detail);
+}
+
+/** The widget's colour scheme and whether its card is drawn dark. */
+function widgetLook(page) {
+  return page.locator("rate-limit-demo").evaluate((element) => {
+    const panel = element.shadowRoot.querySelector('[part~="panel"]');
+    const [red, green, blue] = getComputedStyle(panel).backgroundColor.match(/\d+/g).map(Number);
+    return {
+      colorScheme: getComputedStyle(element).colorScheme,
+      dark: 0.2126 * red + 0.7152 * green + 0.0722 * blue < 64,
+    };
+  });
+}
+
+for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixture))) {
+  describe(`the ${recipe.name} recipe of docs/embedding.md`, () => {
+    let scratch;
+    let project;
+    let session;
+    let docs;
+    const took = {};
+
+    before(async () => {
+      docs = await readFile(DOC, "utf8");
+      const tarball = (await readFile(join(REPO, "target", "package", "tarball"), "utf8")).trim();
+      await readFile(tarball).catch(() => {
+        throw new Error(`the packed tarball ${tarball} is missing: run make package`);
+      });
+      scratch = await mkdtemp(join(tmpdir(), `trickle-recipe-${recipe.fixture}-`));
+      project = join(scratch, recipe.fixture);
+      await cp(join(FIXTURES, recipe.fixture), project, {
+        recursive: true,
+        filter: (source) => !/[/\\](node_modules|build|dist|cache|\.docusaurus)$/.test(source),
+      });
+      for (const [path, body] of filesIn(docs, recipe.heading)) {
+        await mkdir(dirname(join(project, path)), { recursive: true });
+        await writeFile(join(project, path), body);
+      }
+      const npm = ["--no-audit", "--no-fund", "--loglevel=error"];
+      took.npmCi = await run("npm ci", "npm", ["ci", ...npm], { cwd: project, timeout: 8 * MINUTE });
+      took.installTarball = await run("npm install <tarball>", "npm", ["install", "--no-save", ...npm, tarball], {
+        cwd: project,
+        timeout: 2 * MINUTE,
+      });
+      if (recipe.build) {
+        const [command, args] = recipe.build;
+        took.build = await run(`${recipe.name} build`, join(project, command), args, {
+          cwd: project,
+          timeout: 8 * MINUTE,
+        });
+      }
+      timings[recipe.name] = took;
+      session = await start({ root: join(project, recipe.output) });
+    });
+
+    after(async () => {
+      await session?.close();
+      if (scratch) await rm(scratch, { recursive: true, force: true });
+    });
+
+    it("was built from the docs' files, with the tarball and the tool versions the docs name", async (t) => {
+      t.diagnostic(`install (npm ci) ${took.npmCi} ms, tarball ${took.installTarball} ms, build ${took.build ?? "-"} ms`);
+      const installed = JSON.parse(
+        await readFile(join(project, "node_modules", "rate-limit-demo", "package.json"), "utf8"),
+      );
+      const packed = JSON.parse(
+        await readFile(join(REPO, "packages", "rate-limit-demo", "package.json"), "utf8"),
+      );
+      assert.equal(installed.version, packed.version);
+      const lock = JSON.parse(await readFile(join(project, "package-lock.json"), "utf8"));
+      assert.equal(lock.packages["node_modules/rate-limit-demo"], undefined, "the lockfile stays the fixture's");
+      const row = testedVersions(docs, recipe.heading);
+      for (const [name, label] of Object.entries(recipe.tools)) {
+        const { version } = JSON.parse(
+          await readFile(join(project, "node_modules", name, "package.json"), "utf8"),
+        );
+        assert.ok(row.includes(`${label} ${version}`), `the docs' table says "${label} ${version}": ${row}`);
+      }
+    });
+
+    it("answers a reader pressing Hit: six 200s, then a 429 with Retry-After", async () => {
+      const { page, problems } = await open(session, { path: recipe.page, clock: true, routes: [FAVICON] });
+      assert.deepEqual(await whenReady(page), [true]);
+      const decisions = await pressSeven(page);
+      assert.deepEqual(
+        decisions.map(({ status }) => status),
+        [200, 200, 200, 200, 200, 200, 429],
+      );
+      assert.deepEqual(
+        decisions.map(({ used }) => used),
+        [1, 2, 3, 4, 5, 6, 6],
+      );
+      const denied = decisions.at(-1);
+      assert.equal(denied.allowed, false);
+      // The six slide out of the last 8 s from 32 s on; one token fits once
+      // 6 × (8000 − e)/8000 + 1 ≤ 6, at e = 1334 ms: 9334 ms after 24 s, 10 s in the header.
+      assert.equal(denied.retryAfterMs, 9_334);
+      assert.equal(denied.retryAfter, 10);
+      assert.match(
+        await page.locator('rate-limit-demo [part~="answer"]').textContent(),
+        /^429 Too Many Requests · Retry-After: 10\b/,
+      );
+      await page.screenshot({ path: join(ARTIFACTS, `recipe-${recipe.fixture}.png`), fullPage: true });
+      assert.deepEqual(problems, []);
+    });
+
+    if (recipe.name === "import map") {
+      it("loads the element and its wasm from the installed package, through the map", async () => {
+        const { page, problems } = await open(session, { path: recipe.page, routes: [FAVICON] });
+        assert.deepEqual(await whenReady(page), [true]);
+        const loaded = await page.evaluate(() =>
+          performance.getEntriesByType("resource").map(({ name }) => new URL(name).pathname),
+        );
+        assert.ok(loaded.includes("/node_modules/rate-limit-demo/dist/rate-limit-demo.js"), loaded.join("\n"));
+        assert.ok(loaded.includes("/node_modules/rate-limit-demo/dist/trickle_bg.wasm"), loaded.join("\n"));
+        assert.deepEqual(problems, []);
+      });
+    }
+
+    if (recipe.home !== undefined) {
+      it(`works when reached through ${recipe.name}'s own navigation, from another page`, async () => {
+        const { page, problems } = await open(session, { path: recipe.home, routes: [FAVICON] });
+        await page.waitForLoadState("load");
+        assert.equal(await page.locator("rate-limit-demo").count(), 0);
+        // Marks this document, to tell a client-side route change from a new document.
+        await page.evaluate(() => (window.__sameDocument = true));
+        await page.locator("main, .VPContent").getByRole("link", { name: recipe.link }).first().click();
+        await page.locator("rate-limit-demo").waitFor();
+        assert.deepEqual(await whenReady(page), [true]);
+        // A client-side route change, not a new document: the site's router stayed in charge.
+        assert.equal(await page.evaluate(() => window.__sameDocument), true);
+        await collectEvents(page);
+        await page.locator('rate-limit-demo [part~="hit"]').click();
+        assert.deepEqual(
+          (await events(page)).map(({ detail }) => detail.status),
+          [200],
+        );
+        assert.deepEqual(problems, []);
+      });
+
+      it(`turns dark with ${recipe.name}'s dark mode switch`, async () => {
+        const { page, problems } = await open(session, {
+          path: recipe.page,
+          colorScheme: "light",
+          routes: [FAVICON],
+        });
+        // Wide enough that both tools show their switch in the navigation bar, not a menu.
+        await page.setViewportSize({ width: 1400, height: 900 });
+        assert.deepEqual(await whenReady(page), [true]);
+        assert.equal((await widgetLook(page)).dark, false, "light at first");
+        const toggle =
+          recipe.name === "VitePress"
+            ? page.locator(".VPNavBarAppearance button")
+            : page.getByRole("button", { name: /dark and light mode/i });
+        // Docusaurus cycles system → light → dark; VitePress flips light ↔ dark.
+        for (let click = 0; click < 3 && !(await widgetLook(page)).dark; click++) await toggle.click();
+        assert.deepEqual(await widgetLook(page), { colorScheme: "dark", dark: true });
+        assert.deepEqual(problems, []);
+      });
+    }
+  });
+}
