@@ -122,6 +122,10 @@ const TABLES = {
         costs("200:2 200:3", "cost table prices 200 twice; write each status or class once"),
       ],
       [
+        { costs: "429:0" },
+        `costs="429:0" prices no answer but 429, which the limiter gives itself and which costs nothing: add the statuses a request can get, e.g. costs="200:2 429:0"`,
+      ],
+      [
         { costs: "200:-1" },
         costs("200:-1", `cost table entry "200:-1": cost "-1" is not a whole number of tokens from 0 to 18446744073709551615; ${TABLE_FORM}`),
       ],

@@ -369,10 +369,17 @@ describe("getters", () => {
     assert.equal(typeof decision.remaining, "number");
   });
 
-  it("free() releases the limiter, after which it refuses with an Error", () => {
+  it("free() releases the limiter, after which it refuses with an Error; freeing twice does nothing", () => {
     const limiter = sixPerEight();
     assert.equal(limiter.free(), undefined);
-    refusal(() => limiter.hit(0));
+    assert.equal(limiter.free(), undefined);
+    for (const use of [() => limiter.hit(0), () => limiter.peek(0), () => limiter.reset(), () => limiter.tokens]) {
+      assert.throws(use, { name: "Error", message: "this Limiter (floating) was freed" });
+    }
+    const table = new CostTable("esi");
+    table.free();
+    table.free();
+    assert.throws(() => table.cost(200), { name: "Error", message: "this CostTable was freed" });
   });
 });
 
@@ -624,9 +631,14 @@ describe("CostTable", () => {
     assert.deepEqual(table.statuses.map((status) => table.cost(status)), [1, 2, 3, 4, 5]);
   });
 
-  // www/src/limiter.js splits the core's empty list into [""], which Number() makes [0].
-  it("a table that prices only 429 offers no status", { todo: "statuses is [0]" }, () => {
-    assert.deepEqual(new CostTable("429:1").statuses, []);
+  it("a table that prices only 429 offers no status, and its statuses cannot be overwritten", () => {
+    const table = new CostTable("429:0");
+    assert.deepEqual(table.statuses, []);
+    assert.throws(() => {
+      "use strict";
+      table.statuses = [200];
+    }, TypeError);
+    assert.deepEqual(table.statuses, []);
   });
 
   const BAD_TABLES = [

@@ -472,11 +472,19 @@ export class RateLimitDemo extends Base {
   }
 
   #costTable(text) {
+    let table;
     try {
-      return new CostTable(text);
+      table = new CostTable(text);
     } catch (error) {
       throw new Error(`costs="${text}": ${message(error)}`);
     }
+    if (table.statuses.length === 0) {
+      table.free();
+      throw new Error(
+        `costs="${text}" prices no answer but 429, which the limiter gives itself and which costs nothing: add the statuses a request can get, e.g. costs="200:2 ${text}"`,
+      );
+    }
+    return table;
   }
 
   #buildSingle() {

@@ -185,6 +185,7 @@ function readOptions(options) {
  * first, in ms, then the cost, as the Rust core does; a left-out cost is 1.
  */
 export class Limiter {
+  /** The WebAssembly object; null once freed. */
   #raw;
   #algorithm;
 
@@ -205,13 +206,13 @@ export class Limiter {
   /** Spends `cost` tokens at `now` if they fit, and says what happened. */
   hit(now, cost = 1) {
     const at = time(now);
-    return decision(this.#raw.hit(at, whole("cost", cost)), this.#algorithm);
+    return decision(this.#live.hit(at, whole("cost", cost)), this.#algorithm);
   }
 
   /** What `hit` would answer, spending nothing. `peek(now, 0)` shows what is in use. */
   peek(now, cost = 1) {
     const at = time(now);
-    return decision(this.#raw.peek(at, whole("cost", cost)), this.#algorithm);
+    return decision(this.#live.peek(at, whole("cost", cost)), this.#algorithm);
   }
 
   /**
@@ -220,36 +221,45 @@ export class Limiter {
    */
   record(now, cost) {
     const at = time(now);
-    return decision(this.#raw.record(at, whole("cost", cost)), this.#algorithm);
+    return decision(this.#live.record(at, whole("cost", cost)), this.#algorithm);
   }
 
   /** Forgets everything spent. */
   reset() {
-    this.#raw.reset();
+    this.#live.reset();
   }
 
   /** The limit as the core writes it, e.g. "6/8s". */
   get limit() {
-    return this.#raw.limit;
+    return this.#live.limit;
   }
 
   /** N, the tokens one window holds. */
   get tokens() {
-    return this.#raw.tokens;
+    return this.#live.tokens;
   }
 
   /** W, the window's length in ms. */
   get windowMs() {
-    return this.#raw.window_ms;
+    return this.#live.window_ms;
   }
 
   get algorithm() {
     return this.#algorithm;
   }
 
-  /** Releases the WebAssembly memory now rather than when the garbage collector gets to it. */
+  /**
+   * Releases the WebAssembly memory now rather than when the garbage collector gets to it.
+   * Freeing twice does nothing; using a freed limiter throws.
+   */
   free() {
-    this.#raw.free();
+    this.#raw?.free();
+    this.#raw = null;
+  }
+
+  get #live() {
+    if (this.#raw === null) throw new Error(`this Limiter (${this.#algorithm}) was freed`);
+    return this.#raw;
   }
 }
 
@@ -260,8 +270,7 @@ export class Limiter {
  */
 export class CostTable {
   #raw;
-  /** One status per entry to offer as an answer, in the table's order; never 429. */
-  statuses;
+  #statuses;
 
   constructor(text) {
     loaded("new CostTable()");
@@ -271,15 +280,27 @@ export class CostTable {
       );
     }
     this.#raw = new RawCostTable(text);
-    this.statuses = Object.freeze(this.#raw.statuses().split(" ").map(Number));
+    const statuses = this.#raw.statuses();
+    this.#statuses = Object.freeze(statuses === "" ? [] : statuses.split(" ").map(Number));
+  }
+
+  /**
+   * One status per entry to offer as an answer, in the table's order; never 429, which only
+   * the limiter answers. Empty for a table that prices only 429.
+   */
+  get statuses() {
+    return this.#statuses;
   }
 
   /** Tokens a response with `status` costs; throws for a status the table does not price. */
   cost(status) {
+    if (this.#raw === null) throw new Error("this CostTable was freed");
     return this.#raw.cost(whole("status", status));
   }
 
+  /** Releases the WebAssembly memory now; freeing twice does nothing. */
   free() {
-    this.#raw.free();
+    this.#raw?.free();
+    this.#raw = null;
   }
 }
