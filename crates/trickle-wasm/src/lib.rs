@@ -39,9 +39,10 @@ use core::cell::UnsafeCell;
 use trickle::{Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
 use wasm_bindgen::prelude::*;
 
-// Talc instead of Rust's default dlmalloc: a drop-in allocator for single-threaded wasm.
+mod allocator;
+
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: allocator::Allocator = allocator::Allocator::new();
 
 /// How many `f64` a decision writes to the buffer.
 pub const DECISION_FIELDS: usize = 13;
