@@ -132,6 +132,19 @@ after(async () => {
   await writeFile(join(ARTIFACTS, "recipes-timings.json"), JSON.stringify(timings, null, 2) + "\n");
 });
 
+describe("docs/embedding.md", () => {
+  it("names the packed version in its CDN address, and a file beside which the wasm is", async () => {
+    const docs = await readFile(DOC, "utf8");
+    const { version } = JSON.parse(
+      await readFile(join(REPO, "packages", "rate-limit-demo", "package.json"), "utf8"),
+    );
+    const addresses = docs.match(/https:\/\/cdn\.jsdelivr\.net\/npm\/[^"\s]+/g);
+    assert.deepEqual(addresses, [
+      `https://cdn.jsdelivr.net/npm/rate-limit-demo@${version}/dist/rate-limit-demo.js`,
+    ]);
+  });
+});
+
 /** Fulfils the favicon request every page makes: a real site has its own, the recipes show none. */
 const FAVICON = ["**/favicon.ico", (route) => route.fulfill({ status: 204 })];
 
