@@ -113,45 +113,41 @@ impl AnyState {
             AnyState::TokenBucket(_) => Algorithm::TokenBucket,
         }
     }
+}
 
-    fn inner(&self) -> &dyn State {
-        match self {
-            AnyState::Floating(state) => state,
-            AnyState::SlidingLog(state) => state,
-            AnyState::Fixed(state) => state,
-            AnyState::TokenBucket(state) => state,
+/// Runs `$body` on whichever state `$any` holds, as `$state`: a `match`, so every call is
+/// static and nothing that is never called (a keyed limiter's `is_idle`, say) stays linked
+/// in through a vtable.
+macro_rules! on_state {
+    ($any:expr, $state:ident => $body:expr) => {
+        match $any {
+            AnyState::Floating($state) => $body,
+            AnyState::SlidingLog($state) => $body,
+            AnyState::Fixed($state) => $body,
+            AnyState::TokenBucket($state) => $body,
         }
-    }
-
-    fn inner_mut(&mut self) -> &mut dyn State {
-        match self {
-            AnyState::Floating(state) => state,
-            AnyState::SlidingLog(state) => state,
-            AnyState::Fixed(state) => state,
-            AnyState::TokenBucket(state) => state,
-        }
-    }
+    };
 }
 
 impl State for AnyState {
     fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        self.inner_mut().hit(limit, now_ms, cost)
+        on_state!(self, state => state.hit(limit, now_ms, cost))
     }
 
     fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        self.inner().peek(limit, now_ms, cost)
+        on_state!(self, state => state.peek(limit, now_ms, cost))
     }
 
     fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        self.inner_mut().record(limit, now_ms, cost)
+        on_state!(self, state => state.record(limit, now_ms, cost))
     }
 
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
-        self.inner().is_idle(limit, now_ms)
+        on_state!(self, state => state.is_idle(limit, now_ms))
     }
 
     fn clear(&mut self) {
-        self.inner_mut().clear();
+        on_state!(self, state => state.clear())
     }
 }
 

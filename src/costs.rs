@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
-use crate::text::Text;
+use crate::text::{parse_digits, Text};
 
 /// A status → cost table: exact statuses and whole classes, an exact status winning over
 /// its class.
@@ -218,14 +218,6 @@ fn parse_key(key: &str) -> Result<Key, bool> {
             _ => Err(false),
         },
     }
-}
-
-/// A non-empty run of ASCII digits that fits a `u64` (no sign, no spaces).
-fn parse_digits(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 impl fmt::Display for CostTable {

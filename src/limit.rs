@@ -9,7 +9,7 @@ use core::num::NonZeroU64;
 use core::str::FromStr;
 
 use crate::errors::LimitError;
-use crate::text::Text;
+use crate::text::{parse_digits, Text};
 
 /// N tokens per window of W milliseconds.
 ///
@@ -123,15 +123,6 @@ impl FromStr for Limit {
 
         Limit::new(tokens, window_ms)
     }
-}
-
-/// A non-empty run of ASCII digits that fits a `u64`. `u64::from_str` alone would also
-/// take a leading `+`.
-fn parse_digits(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 impl Limit {

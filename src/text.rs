@@ -90,6 +90,22 @@ impl Text {
     }
 }
 
+/// A non-empty run of ASCII digits that fits a `u64`: no sign, no spaces, leading zeros
+/// allowed. By hand rather than `u64::from_str`, which would also take a leading `+` and
+/// brings its own general-purpose parser into the WebAssembly build.
+pub(crate) fn parse_digits(text: &str) -> Option<u64> {
+    if text.is_empty() {
+        return None;
+    }
+    text.bytes().try_fold(0u64, |value, byte| {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
+}
+
 /// Control characters, and the characters that show nothing but change how text reads.
 fn is_invisible(c: char) -> bool {
     matches!(
@@ -110,7 +126,29 @@ fn is_invisible(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::Text;
+    use super::{parse_digits, Text};
+
+    #[test]
+    fn digits_parse_as_u64_does_without_a_sign() {
+        for text in [
+            "0",
+            "007",
+            "18446744073709551615",
+            "18446744073709551616",
+            "",
+            "+1",
+            "-1",
+            "1 ",
+            "１",
+            "1e3",
+        ] {
+            let expected = match text.starts_with('+') {
+                true => None,
+                false => text.parse::<u64>().ok(),
+            };
+            assert_eq!(parse_digits(text), expected, "{text:?}");
+        }
+    }
 
     #[test]
     fn numbers_are_decimal() {

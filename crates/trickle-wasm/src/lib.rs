@@ -1,11 +1,29 @@
 //! The WebAssembly face of the `trickle` core, for the `<rate-limit-demo>` element.
 //!
-//! A low-level, numeric boundary: a hand-written JS wrapper (`www/src/limiter.js`) validates
+//! A low-level, numeric boundary: a hand-written JS wrapper (`www/src/limiter.js`) checks
 //! what a page passes and calls these exports with plain numbers. A decision is one wasm
 //! call with two `f64` arguments and a `u32` result; its numbers are written to one static
 //! buffer of `f64` that the wrapper reads through the wasm memory, so the hot path crosses
 //! no strings, objects or imports. Strings cross only to build a limiter or a cost table
 //! and to describe one.
+//!
+//! | export | what it does |
+//! |---|---|
+//! | `new RawLimiter(limit, algorithm)` | throws an `Error` with the core's message for a bad limit (checked first) or algorithm |
+//! | `hit(now, cost)`, `peek(now, cost)`, `record(now, cost)` | the outcome code: 0 allowed, 1 denied, 2 exceeds the limit; the decision in the buffer |
+//! | `reset()` | forgets everything spent |
+//! | `limit`, `algorithm` (getters) | `"6/8s"` as the core writes it; `"floating"` |
+//! | `tokens`, `window_ms` (getters) | N and W |
+//! | `algorithms()` | the algorithms' names, space-separated, the default first |
+//! | `decision_buffer()` | the byte offset of the buffer in the wasm memory |
+//! | `new RawCostTable(text)` | throws an `Error` with the core's message for a bad table |
+//! | `cost(status)` | the cost; throws an `Error` naming what the table prices when it has no price |
+//! | `statuses()` | statuses to offer as buttons, space-separated, in table order |
+//!
+//! Numbers come in checked by JS: whole numbers from 0 to 2^53 − 1, except that a time may
+//! have a fraction of a millisecond, which is dropped. The buffer holds 13 `f64`, in the
+//! order of the `field` constants: cost, used, remaining, retryAfterMs, retryAfter, t, previous,
+//! current, overlap, elapsedMs, counted, limit (N), windowMs (W).
 //!
 //! ```js
 //! import init, { RawLimiter, decision_buffer } from "./pkg/trickle.js";
@@ -14,6 +32,9 @@
 //! const raw = new RawLimiter("6/8s", "floating");
 //! raw.hit(1234, 1);   // 0: allowed; fields[1] is `used`, fields[2] `remaining`, …
 //! ```
+//!
+//! The exports carry `//` comments rather than doc comments, and `skip_jsdoc`: wasm-bindgen
+//! copies doc comments into the JS glue every page downloads.
 //!
 //! The crate is `no_std`: a panic traps (`unreachable`) instead of formatting a message, so
 //! the module carries none of std's panic machinery. The core has no panic path on these
@@ -89,9 +110,9 @@ unsafe impl Sync for DecisionBuffer {}
 
 static DECISION: DecisionBuffer = DecisionBuffer(UnsafeCell::new([0.0; DECISION_FIELDS]));
 
-/// The byte offset of the decision buffer in the wasm memory: read it as
-/// `new Float64Array(memory.buffer, decision_buffer(), 13)`.
-#[wasm_bindgen]
+// The byte offset of the decision buffer in the wasm memory: read it as
+// `new Float64Array(memory.buffer, decision_buffer(), 13)`.
+#[wasm_bindgen(skip_jsdoc)]
 pub fn decision_buffer() -> u32 {
     DECISION.0.get() as u32
 }
@@ -134,7 +155,7 @@ fn whole(value: f64) -> u64 {
     value as u64
 }
 
-/// One rate-limited bucket running one of the algorithms.
+// One rate-limited bucket running one of the algorithms.
 #[wasm_bindgen]
 pub struct RawLimiter {
     inner: Limiter,
@@ -142,9 +163,9 @@ pub struct RawLimiter {
 
 #[wasm_bindgen]
 impl RawLimiter {
-    /// A limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`, see
-    /// [`algorithms`]). Throws an `Error` with the core's message for either one bad.
-    #[wasm_bindgen(constructor)]
+    // A limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`, see
+    // `algorithms()`). Throws an `Error` with the core's message for either one bad.
+    #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(limit: &str, algorithm: &str) -> Result<RawLimiter, JsError> {
         let limit: Limit = limit
             .parse()
@@ -157,60 +178,64 @@ impl RawLimiter {
         })
     }
 
-    /// Spends `cost` tokens at `now` if they fit; the outcome code, and the decision in
-    /// the buffer.
+    // Spends `cost` tokens at `now` if they fit; the outcome code, and the decision in
+    // the buffer.
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn hit(&mut self, now: f64, cost: f64) -> u32 {
         publish(&self.inner.hit(whole(now), whole(cost)))
     }
 
-    /// What `hit` would answer, spending nothing.
+    // What `hit` would answer, spending nothing.
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn peek(&self, now: f64, cost: f64) -> u32 {
         publish(&self.inner.peek(whole(now), whole(cost)))
     }
 
-    /// Charges `cost` tokens whether or not they fit (always 0, allowed).
+    // Charges `cost` tokens whether or not they fit (always 0, allowed).
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn record(&mut self, now: f64, cost: f64) -> u32 {
         publish(&self.inner.record(whole(now), whole(cost)))
     }
 
-    /// Forgets everything spent.
+    // Forgets everything spent.
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn reset(&mut self) {
         self.inner.reset();
     }
 
-    /// The limit as the core writes it, e.g. `"6/8s"`.
-    #[wasm_bindgen(getter)]
+    // The limit as the core writes it, e.g. `"6/8s"`.
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn limit(&self) -> String {
         self.inner.limit().text()
     }
 
-    /// N, the tokens one window holds.
-    #[wasm_bindgen(getter)]
+    // N, the tokens one window holds.
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn tokens(&self) -> f64 {
         self.inner.limit().tokens() as f64
     }
 
-    /// W, the window's length in ms.
-    #[wasm_bindgen(getter)]
+    // W, the window's length in ms.
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn window_ms(&self) -> f64 {
         self.inner.limit().window_ms() as f64
     }
 
-    /// The algorithm's name, e.g. `"floating"`.
-    #[wasm_bindgen(getter)]
+    // The algorithm's name, e.g. `"floating"`.
+    #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn algorithm(&self) -> String {
         self.inner.algorithm().name().into()
     }
 }
 
-/// The algorithms' names, space-separated, the default first.
-#[wasm_bindgen]
+// The algorithms' names, space-separated, the default first.
+#[wasm_bindgen(skip_jsdoc)]
 pub fn algorithms() -> String {
     Algorithm::names(" ")
 }
 
-/// What a response costs by its HTTP status: a [`CostTable`] written as text
-/// (`"200:2 304:1 4xx:5 429:0 5xx:0"`, or the preset `"esi"`).
+// What a response costs by its HTTP status: a `CostTable` written as text
+// (`"200:2 304:1 4xx:5 429:0 5xx:0"`, or the preset `"esi"`).
 #[wasm_bindgen]
 pub struct RawCostTable {
     inner: CostTable,
@@ -218,16 +243,17 @@ pub struct RawCostTable {
 
 #[wasm_bindgen]
 impl RawCostTable {
-    /// Throws an `Error` with the core's message when the text is not a table.
-    #[wasm_bindgen(constructor)]
+    // Throws an `Error` with the core's message when the text is not a table.
+    #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(text: &str) -> Result<RawCostTable, JsError> {
         text.parse()
             .map(|inner| RawCostTable { inner })
             .map_err(|e: trickle::CostTableError| JsError::new(&e.message()))
     }
 
-    /// The cost of a response with `status` (a whole number, checked by JS). Throws an
-    /// `Error` saying which statuses the table prices when it has no entry for it.
+    // The cost of a response with `status` (a whole number, checked by JS). Throws an
+    // `Error` saying which statuses the table prices when it has no entry for it.
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn cost(&self, status: f64) -> Result<f64, JsError> {
         self.inner
             .cost(whole(status))
@@ -235,7 +261,8 @@ impl RawCostTable {
             .map_err(|e| JsError::new(&e.message()))
     }
 
-    /// Statuses to offer as buttons, one per entry in table order, space-separated.
+    // Statuses to offer as buttons, one per entry in table order, space-separated.
+    #[wasm_bindgen(skip_jsdoc)]
     pub fn statuses(&self) -> String {
         let mut text = String::new();
         for status in self.inner.statuses() {
