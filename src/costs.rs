@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
-use crate::text::{parse_digits, Text};
+use crate::text::{parse_digits, split_once, Text};
 
 /// A status → cost table: exact statuses and whole classes, an exact status winning over
 /// its class.
@@ -177,8 +177,7 @@ fn parse_entries(text: &str) -> Result<CostTable, CostTableError> {
     let mut entries: Vec<(Key, u64)> = Vec::new();
     for entry in text.split_ascii_whitespace() {
         let owned = || entry.to_string();
-        let (key, cost) = entry
-            .split_once(':')
+        let (key, cost) = split_once(entry, b':')
             .ok_or_else(|| CostTableError::MissingColon { entry: owned() })?;
         let key = parse_key(key).map_err(|class| match class {
             true => CostTableError::BadClass {

@@ -9,7 +9,7 @@ use core::num::NonZeroU64;
 use core::str::FromStr;
 
 use crate::errors::LimitError;
-use crate::text::{parse_digits, Text};
+use crate::text::{parse_digits, split_once, Text};
 
 /// N tokens per window of W milliseconds.
 ///
@@ -91,9 +91,8 @@ impl FromStr for Limit {
     fn from_str(text: &str) -> Result<Limit, LimitError> {
         let owned = || text.to_string();
         let trimmed = text.trim();
-        let (tokens, window) = trimmed
-            .split_once('/')
-            .ok_or_else(|| LimitError::MissingSlash { text: owned() })?;
+        let (tokens, window) =
+            split_once(trimmed, b'/').ok_or_else(|| LimitError::MissingSlash { text: owned() })?;
 
         let tokens = parse_digits(tokens).ok_or_else(|| LimitError::BadTokens {
             text: owned(),
@@ -101,9 +100,10 @@ impl FromStr for Limit {
         })?;
 
         // Split off the leading digits without byte indexing, which would bring a panic path
-        // (and its formatting code) into the WebAssembly build.
-        let unit = window.trim_start_matches(|c: char| c.is_ascii_digit());
-        let count = window.strip_suffix(unit).unwrap_or_default();
+        // into the WebAssembly build. Digits are ASCII, so the split is always on a character
+        // boundary.
+        let digits = window.bytes().take_while(u8::is_ascii_digit).count();
+        let (count, unit) = window.split_at_checked(digits).unwrap_or(("", window));
         if count.is_empty() {
             return Err(LimitError::BadWindow {
                 text: owned(),

@@ -106,6 +106,14 @@ pub(crate) fn parse_digits(text: &str) -> Option<u64> {
     })
 }
 
+/// `text` split around the first `separator`, an ASCII character, which neither part keeps:
+/// what `str::split_once` does, without its general pattern search.
+pub(crate) fn split_once(text: &str, separator: u8) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|byte| byte == separator)?;
+    let (before, rest) = text.split_at_checked(at)?;
+    Some((before, rest.get(1..)?))
+}
+
 /// Control characters, and the characters that show nothing but change how text reads.
 fn is_invisible(c: char) -> bool {
     matches!(
@@ -126,7 +134,16 @@ fn is_invisible(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_digits, Text};
+    use super::{parse_digits, split_once, Text};
+
+    #[test]
+    fn splitting_agrees_with_split_once() {
+        for text in [
+            "6/8s", "/8s", "6/", "/", "6", "", "6//8s", "６/８s", "秒/秒",
+        ] {
+            assert_eq!(split_once(text, b'/'), text.split_once('/'), "{text:?}");
+        }
+    }
 
     #[test]
     fn digits_parse_as_u64_does_without_a_sign() {
