@@ -24,8 +24,15 @@ const FIXTURES = join(REPO, "tests", "recipes");
 /** A window boundary of 6/8s, late enough that every site has loaded on the fake clock. */
 const START = 24_000;
 const MINUTE = 60_000;
+/** Each test's bound: a page that never settles fails the test instead of hanging the run. */
+const BOUNDED = { timeout: 2 * MINUTE };
 
-/** The recipes: the docs' section, the fixture, how to build, what to serve and open. */
+/**
+ * The recipes: the docs' section and the fixture; how to build and what to serve; the page
+ * with the widget; where the wasm is loaded from (the package's own file, or the copy the
+ * bundler put in the build); the packages whose versions the docs' table must name; and for
+ * the sites, a page that links to the widget's and the site's dark mode switch.
+ */
 const RECIPES = [
   {
     name: "import map",
@@ -34,6 +41,7 @@ const RECIPES = [
     build: null,
     output: ".",
     page: "index.html",
+    wasm: /^\/node_modules\/rate-limit-demo\/dist\/trickle_bg\.wasm$/,
     tools: {},
   },
   {
@@ -43,9 +51,10 @@ const RECIPES = [
     build: ["node_modules/.bin/vitepress", ["build", "docs"]],
     output: "docs/.vitepress/dist",
     page: "rate-limits.html",
-    home: "index.html",
-    link: "Rate limits",
+    wasm: /^\/assets\/trickle_bg\.[\w-]+\.wasm$/,
     tools: { vitepress: "vitepress", vue: "Vue" },
+    home: "index.html",
+    darkSwitch: (page) => page.locator(".VPNavBarAppearance button"),
   },
   {
     name: "Docusaurus",
@@ -53,10 +62,11 @@ const RECIPES = [
     fixture: "docusaurus",
     build: ["node_modules/.bin/docusaurus", ["build"]],
     output: "build",
-    page: "rate-limits/",
-    home: "",
-    link: "Rate limits",
+    page: "rate-limits",
+    wasm: /^\/[0-9a-f]+\.wasm$/,
     tools: { "@docusaurus/core": "@docusaurus/core", react: "React" },
+    home: "",
+    darkSwitch: (page) => page.getByRole("button", { name: /dark and light mode/i }),
   },
 ];
 
@@ -84,7 +94,8 @@ function testedVersions(markdown, heading) {
 }
 
 /** A command's output, trimmed to what fits in a failure message. */
-const tail = (text, lines = 40) => String(text ?? "").trimEnd().split("\n").slice(-lines).join("\n");
+const tail = (text, lines = 40) =>
+  String(text ?? "").trimEnd().split("\n").slice(-lines).join("\n");
 
 /**
  * Runs `command args` in `cwd` within `timeout` ms; resolves to how long it took (ms). A
@@ -127,13 +138,43 @@ const ONLY = process.env.RECIPE?.split(",").map((name) => name.trim().toLowerCas
 
 const timings = {};
 
+/**
+ * When the fixture's own node_modules is installed from its current lockfile (stamped as
+ * scripts/setup.sh's npm_install stamps it: node_modules/.installed-from-lock, a copy of the
+ * lockfile), hard-links it into `project` instead of running `npm ci` there: the same files,
+ * in under a second instead of most of a minute. Returns the time taken, or null when the
+ * fixture is not installed (or cannot be linked here) and `npm ci` must run.
+ */
+async function linkInstalled(fixture, project) {
+  const installed = join(fixture, "node_modules");
+  const lock = await readFile(join(fixture, "package-lock.json"), "utf8");
+  const stamp = await readFile(join(installed, ".installed-from-lock"), "utf8").catch(() => null);
+  if (stamp !== lock) return null;
+  const modules = join(project, "node_modules");
+  try {
+    const took = await run("linking node_modules", "cp", ["-al", installed, modules], {
+      cwd: project,
+      timeout: MINUTE,
+    });
+    // npm rewrites its record of the tree in place, which would write through a hard link
+    // into the fixture's own: the copy drops it (and the stamp), so npm writes a new file.
+    await rm(join(modules, ".package-lock.json"), { force: true });
+    await rm(join(modules, ".installed-from-lock"), { force: true });
+    return took;
+  } catch {
+    await rm(modules, { recursive: true, force: true });
+    return null;
+  }
+}
+
 after(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
-  await writeFile(join(ARTIFACTS, "recipes-timings.json"), JSON.stringify(timings, null, 2) + "\n");
+  const file = join(ARTIFACTS, "recipes-timings.json");
+  await writeFile(file, JSON.stringify(timings, null, 2) + "\n");
 });
 
 describe("docs/embedding.md", () => {
-  it("names the packed version in its CDN address, and a file beside which the wasm is", async () => {
+  it("names the packed version in its CDN address, and the file the wasm sits beside", BOUNDED, async () => {
     const docs = await readFile(DOC, "utf8");
     const { version } = JSON.parse(
       await readFile(join(REPO, "packages", "rate-limit-demo", "package.json"), "utf8"),
@@ -145,7 +186,7 @@ describe("docs/embedding.md", () => {
   });
 });
 
-/** Fulfils the favicon request every page makes: a real site has its own, the recipes show none. */
+/** Answers the favicon request every page makes: a real site has one, the recipes show none. */
 const FAVICON = ["**/favicon.ico", (route) => route.fulfill({ status: 204 })];
 
 /** Presses Hit seven times at one instant; returns the decisions' details. */
@@ -179,10 +220,12 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
 
     before(async () => {
       docs = await readFile(DOC, "utf8");
-      const tarball = (await readFile(join(REPO, "target", "package", "tarball"), "utf8")).trim();
-      await readFile(tarball).catch(() => {
-        throw new Error(`the packed tarball ${tarball} is missing: run make package`);
-      });
+      const tarball = await readFile(join(REPO, "target", "package", "tarball"), "utf8")
+        .then((text) => text.trim())
+        .then(async (path) => (await readFile(path), path))
+        .catch(() => {
+          throw new Error("the tarball target/package/tarball names is missing: run make package");
+        });
       scratch = await mkdtemp(join(tmpdir(), `trickle-recipe-${recipe.fixture}-`));
       project = join(scratch, recipe.fixture);
       await cp(join(FIXTURES, recipe.fixture), project, {
@@ -195,8 +238,17 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
       }
       // The lockfile pins every version, so npm's cache may answer without asking the registry.
       const npm = ["--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"];
-      took.npmCi = await run("npm ci", "npm", ["ci", ...npm], { cwd: project, timeout: 8 * MINUTE });
-      took.installTarball = await run("npm install <tarball>", "npm", ["install", "--no-save", ...npm, tarball], {
+      const linked = await linkInstalled(join(FIXTURES, recipe.fixture), project);
+      if (linked !== null) {
+        took.linkInstalled = linked;
+      } else {
+        took.npmCi = await run("npm ci", "npm", ["ci", ...npm], {
+          cwd: project,
+          timeout: 8 * MINUTE,
+        });
+      }
+      const install = ["install", "--no-save", ...npm, tarball];
+      took.installTarball = await run("npm install <tarball>", "npm", install, {
         cwd: project,
         timeout: 2 * MINUTE,
       });
@@ -209,35 +261,40 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
       }
       timings[recipe.name] = took;
       session = await start({ root: join(project, recipe.output) });
-    });
+    }, { timeout: 20 * MINUTE });
 
     after(async () => {
       await session?.close();
       if (scratch) await rm(scratch, { recursive: true, force: true });
     });
 
-    it("was built from the docs' files, with the tarball and the tool versions the docs name", async (t) => {
-      t.diagnostic(`install (npm ci) ${took.npmCi} ms, tarball ${took.installTarball} ms, build ${took.build ?? "-"} ms`);
-      const installed = JSON.parse(
-        await readFile(join(project, "node_modules", "rate-limit-demo", "package.json"), "utf8"),
-      );
-      const packed = JSON.parse(
-        await readFile(join(REPO, "packages", "rate-limit-demo", "package.json"), "utf8"),
-      );
+    it("was built from the docs' files, the tarball, and the versions the docs name", BOUNDED, async (t) => {
+      const install =
+        took.npmCi === undefined
+          ? `node_modules linked from the fixture ${took.linkInstalled} ms`
+          : `npm ci ${took.npmCi} ms`;
+      t.diagnostic(`${install}, tarball ${took.installTarball} ms, build ${took.build ?? "-"} ms`);
+      const json = async (...path) => JSON.parse(await readFile(join(...path), "utf8"));
+      const tree = await json(project, "node_modules", ".package-lock.json");
+      const installed = tree.packages["node_modules/rate-limit-demo"];
+      assert.match(installed.resolved, /^file:.*\/target\/package\/rate-limit-demo-[^/]+\.tgz$/);
+      const packed = await json(REPO, "packages", "rate-limit-demo", "package.json");
       assert.equal(installed.version, packed.version);
-      const lock = JSON.parse(await readFile(join(project, "package-lock.json"), "utf8"));
-      assert.equal(lock.packages["node_modules/rate-limit-demo"], undefined, "the lockfile stays the fixture's");
+      const lock = await json(project, "package-lock.json");
+      assert.equal(lock.packages["node_modules/rate-limit-demo"], undefined, "--no-save");
       const row = testedVersions(docs, recipe.heading);
       for (const [name, label] of Object.entries(recipe.tools)) {
-        const { version } = JSON.parse(
-          await readFile(join(project, "node_modules", name, "package.json"), "utf8"),
-        );
-        assert.ok(row.includes(`${label} ${version}`), `the docs' table says "${label} ${version}": ${row}`);
+        const { version } = await json(project, "node_modules", name, "package.json");
+        assert.ok(row.includes(`${label} ${version}`), `the table says ${label} ${version}: ${row}`);
       }
     });
 
-    it("answers a reader pressing Hit: six 200s, then a 429 with Retry-After", async () => {
-      const { page, problems } = await open(session, { path: recipe.page, clock: true, routes: [FAVICON] });
+    it("answers a reader pressing Hit: six 200s, then a 429 with Retry-After", BOUNDED, async () => {
+      const { page, problems } = await open(session, {
+        path: recipe.page,
+        clock: true,
+        routes: [FAVICON],
+      });
       assert.deepEqual(await whenReady(page), [true]);
       const decisions = await pressSeven(page);
       assert.deepEqual(
@@ -258,31 +315,31 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
         await page.locator('rate-limit-demo [part~="answer"]').textContent(),
         /^429 Too Many Requests · Retry-After: 10\b/,
       );
-      await page.screenshot({ path: join(ARTIFACTS, `recipe-${recipe.fixture}.png`), fullPage: true });
+      const screenshot = join(ARTIFACTS, `recipe-${recipe.fixture}.png`);
+      await page.screenshot({ path: screenshot, fullPage: true });
       assert.deepEqual(problems, []);
     });
 
-    if (recipe.name === "import map") {
-      it("loads the element and its wasm from the installed package, through the map", async () => {
-        const { page, problems } = await open(session, { path: recipe.page, routes: [FAVICON] });
-        assert.deepEqual(await whenReady(page), [true]);
-        const loaded = await page.evaluate(() =>
-          performance.getEntriesByType("resource").map(({ name }) => new URL(name).pathname),
-        );
-        assert.ok(loaded.includes("/node_modules/rate-limit-demo/dist/rate-limit-demo.js"), loaded.join("\n"));
-        assert.ok(loaded.includes("/node_modules/rate-limit-demo/dist/trickle_bg.wasm"), loaded.join("\n"));
-        assert.deepEqual(problems, []);
-      });
-    }
+    it("loads the element's wasm from where the recipe puts it", BOUNDED, async () => {
+      const { page, problems } = await open(session, { path: recipe.page, routes: [FAVICON] });
+      assert.deepEqual(await whenReady(page), [true]);
+      const loaded = await page.evaluate(() =>
+        performance.getEntriesByType("resource").map(({ name }) => new URL(name).pathname),
+      );
+      const wasm = loaded.filter((path) => path.endsWith(".wasm"));
+      assert.equal(wasm.length, 1, wasm.join("\n"));
+      assert.match(wasm[0], recipe.wasm);
+      assert.deepEqual(problems, []);
+    });
 
     if (recipe.home !== undefined) {
-      it(`works when reached through ${recipe.name}'s own navigation, from another page`, async () => {
+      it(`works when reached by ${recipe.name}'s own navigation from another page`, BOUNDED, async () => {
         const { page, problems } = await open(session, { path: recipe.home, routes: [FAVICON] });
         await page.waitForLoadState("load");
         assert.equal(await page.locator("rate-limit-demo").count(), 0);
         // Marks this document, to tell a client-side route change from a new document.
         await page.evaluate(() => (window.__sameDocument = true));
-        await page.locator("main, .VPContent").getByRole("link", { name: recipe.link }).first().click();
+        await page.getByRole("main").getByRole("link", { name: "Rate limits", exact: true }).click();
         await page.locator("rate-limit-demo").waitFor();
         assert.deepEqual(await whenReady(page), [true]);
         // A client-side route change, not a new document: the site's router stayed in charge.
@@ -296,7 +353,7 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
         assert.deepEqual(problems, []);
       });
 
-      it(`turns dark and back with ${recipe.name}'s dark mode switch`, async () => {
+      it(`turns dark and back with ${recipe.name}'s dark mode switch`, BOUNDED, async () => {
         const { page, problems } = await open(session, {
           path: recipe.page,
           colorScheme: "light",
@@ -306,10 +363,7 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
         await page.setViewportSize({ width: 1400, height: 900 });
         assert.deepEqual(await whenReady(page), [true]);
         assert.equal((await widgetLook(page)).dark, false, "light at first");
-        const toggle =
-          recipe.name === "VitePress"
-            ? page.locator(".VPNavBarAppearance button")
-            : page.getByRole("button", { name: /dark and light mode/i });
+        const toggle = recipe.darkSwitch(page);
         await toggle.click();
         assert.deepEqual(await widgetLook(page), { colorScheme: "dark", dark: true }, "dark");
         await toggle.click();
