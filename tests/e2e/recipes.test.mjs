@@ -8,8 +8,10 @@
 // answers six 200s then a 429 with its Retry-After, nothing is logged, and the tool's page
 // around it keeps working.
 //
-// Installing and building take minutes (Docusaurus most); every step is bounded, and the
-// time each took is written to target/e2e/recipes-timings.json. RECIPE=vitepress runs one.
+// Installing and building take a minute or two (Docusaurus most): when a fixture's own
+// node_modules is already installed from its lockfile (stamped as scripts/setup.sh stamps
+// its installs), it is hard-linked in place of `npm ci`. Every step is bounded, and the time
+// each took is written to target/e2e/recipes-timings.json. RECIPE=vitepress runs one recipe.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
