@@ -89,7 +89,7 @@ impl Decision {
     pub fn remaining(&self) -> u64 {
         let free = self.limit.scaled().saturating_sub(self.used.numerator());
         // free ≤ N × W, so free / W ≤ N fits a u64.
-        (free / u128::from(self.limit.window_ms())) as u64
+        crate::tokens::div_rem(free, self.limit.window_ms()).0 as u64
     }
 
     /// Milliseconds to wait before the same request fits; `None` when allowed or when it can

@@ -50,18 +50,37 @@ impl Tokens {
 
     /// The whole tokens, rounded down.
     pub fn floor(&self) -> u128 {
-        self.numerator / u128::from(self.denominator.get())
+        div_rem(self.numerator, self.denominator.get()).0
     }
 
     /// The amount as a float, for showing it; never use it to decide.
     pub fn as_f64(&self) -> f64 {
-        let denominator = u128::from(self.denominator.get());
-        let whole = self.numerator / denominator;
-        let part = self.numerator % denominator;
+        let denominator = self.denominator.get();
+        let (whole, part) = div_rem(self.numerator, denominator);
         // Splitting keeps the fraction exact up to f64's precision even when the numerator
         // is far beyond 2^53.
-        whole as f64 + part as f64 / denominator as f64
+        wide_to_f64(whole) + part as f64 / denominator as f64
     }
+}
+
+/// `n / d` and `n % d`. A u128 division is a library call, many times slower than a u64 one
+/// on WebAssembly and 32-bit targets, and `n` fits a u64 for every limit whose N × W does.
+#[inline]
+pub(crate) fn div_rem(n: u128, d: u64) -> (u128, u64) {
+    match u64::try_from(n) {
+        Ok(n) => (u128::from(n / d), n % d),
+        // The remainder is below d, so it fits a u64.
+        Err(_) => (n / u128::from(d), (n % u128::from(d)) as u64),
+    }
+}
+
+/// A u128 as an f64, for showing it: exact below 2^64, within an ulp above. Built from two
+/// u64 → f64 instructions, because `n as f64` is a library call on WebAssembly, and the
+/// compiler turns any branch that is exact in both arms back into that call.
+#[inline]
+pub(crate) fn wide_to_f64(n: u128) -> f64 {
+    const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
+    ((n >> 64) as u64) as f64 * TWO_TO_64 + (n as u64) as f64
 }
 
 impl fmt::Display for Tokens {

@@ -117,6 +117,13 @@ pub fn decision_buffer() -> u32 {
     DECISION.0.get() as u32
 }
 
+/// A counter as an f64, exact below 2^64 (counters pass it only after `record`), within an
+/// ulp above. Two u64 → f64 instructions: `n as f64` on a u128 is a library call here, and
+/// the compiler folds any branch that is exact in both arms back into it.
+fn wide_to_f64(n: u128) -> f64 {
+    ((n >> 64) as u64) as f64 * 18_446_744_073_709_551_616.0 + (n as u64) as f64
+}
+
 /// Writes `decision` into the buffer and returns its outcome code.
 fn publish(decision: &Decision) -> u32 {
     let (code, retry_after_ms, retry_after) = match decision.outcome {
@@ -136,8 +143,8 @@ fn publish(decision: &Decision) -> u32 {
         retry_after_ms,
         retry_after,
         decision.at_ms as f64,
-        counters.map_or(0.0, |c| c.previous as f64),
-        counters.map_or(0.0, |c| c.current as f64),
+        counters.map_or(0.0, |c| wide_to_f64(c.previous)),
+        counters.map_or(0.0, |c| wide_to_f64(c.current)),
         counters.map_or(0.0, |c| c.overlap()),
         counters.map_or(0.0, |c| c.elapsed_ms as f64),
         if counters.is_some() { 1.0 } else { 0.0 },
