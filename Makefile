@@ -67,7 +67,7 @@ replay: cli
 # What a docs page downloads for one widget, gzip -9 as a server would send it, and what
 # compare mode adds.
 size: package
-	@scripts/size.sh $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
+	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
 	@echo "compare mode adds:"
 	@scripts/size.sh $(PACKAGE_DIR)/dist/compare.js
 
@@ -94,7 +94,8 @@ fmt:
 
 lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
-	$(CARGO) clippy --locked -p trickle-wasm --lib --tests --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
 
 # Unit, integration, CLI and doc tests, natively.
 unit:
@@ -108,10 +109,10 @@ doc:
 # Chromium. The suite names no environment, so the runner picks Node unless
 # WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
-	$(WASM_PACK) test $(WASM_CRATE) --node --mode no-install -- --locked --test web
+	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web
 
 wasm-browser: setup-test
-	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test $(WASM_CRATE) --headless --chrome --mode no-install -- --locked --test web
+	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test --headless --chrome --mode no-install $(WASM_CRATE) --locked --test web
 
 # The package, its tarball installed in a scratch project, the element and the docs page in
 # Debian's Chromium.
@@ -136,4 +137,6 @@ bench: setup-test site
 	@cat target/bench/bytes-per-key.csv
 	node benches/wasm-hit.mjs
 	node benches/widget-frames.mjs
+	node benches/time-to-interactive.mjs
+	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm > /dev/null
 	@node benches/report.mjs

@@ -120,6 +120,26 @@ for (const [name, frames] of [
 }
 absolute(`animation frames requested in ${widget.idle.seconds} s idle`, widget.idle.frames, "frames", 0, WIDGET);
 
+const TTI = "node benches/time-to-interactive.mjs";
+const tti = JSON.parse(read("bench/time-to-interactive.json", TTI));
+absolute(
+  `docs page: navigation to the first widget's \`ready\`, median of ${tti.loads} loads (the same page without the widget: load event at ${format(tti.bareLoadMs)} ms)`,
+  tti.readyMs,
+  "ms",
+  150,
+  TTI,
+);
+
+const SIZE = "make size";
+const size = JSON.parse(read("package/size.json", SIZE));
+absolute(
+  `what a page downloads for one widget, gzip -9 (${size.files.map(({ file, gzip }) => `${file} ${format(gzip)}`).join(", ")})`,
+  size.total,
+  "B",
+  20_480,
+  SIZE,
+);
+
 const header = ["figure", "ours", "baseline", "ratio", "goal", "", "command"];
 console.log(`| ${header.join(" | ")} |`);
 console.log(`|${header.map((_, n) => (n >= 1 && n <= 3 ? "---:" : "---")).join("|")}|`);

@@ -6,8 +6,9 @@
 #                             the wasm32 target, wasm-pack, wasm-bindgen-cli, and www/'s npm
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
-#                             (playwright-core, axe-core, typescript), Debian's Chromium and
-#                             ChromeDriver, and mdBook
+#                             (playwright-core, axe-core, typescript), the recipes' docs sites
+#                             (VitePress, Docusaurus), Debian's Chromium and ChromeDriver,
+#                             and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -54,7 +55,13 @@ npm_install() {
 
 # npm's binaryen gives wasm-opt 132; Debian's wasm-opt 108 silently breaks wasm-bindgen output.
 npm_install www
-if [ "${1:-}" = test ]; then npm_install tests/e2e; fi
+# The recipes' docs sites (tests/recipes/) are installed here, once per lockfile, so that the
+# recipe tests link them instead of running `npm ci` on every run.
+if [ "${1:-}" = test ]; then
+    npm_install tests/e2e
+    npm_install tests/recipes/vitepress
+    npm_install tests/recipes/docusaurus
+fi
 
 if [ "${1:-}" = test ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
     say "installing Debian's chromium and chromium-driver"

@@ -56,7 +56,7 @@ async function writeManifest() {
   const scratch = join(REPO, "target", "cem");
   execFileSync(
     join(WWW, "node_modules", ".bin", "cem"),
-    ["analyze", "--globs", "src/element.js", "--outdir", scratch, "--quiet"],
+    ["analyze", "--config", "custom-elements-manifest.config.mjs", "--quiet"],
     { cwd: WWW, stdio: "inherit" },
   );
   const manifest = JSON.parse(await readFile(join(scratch, "custom-elements.json"), "utf8"));
