@@ -221,7 +221,16 @@ describe("its types", () => {
   });
 });
 
-describe("a plain page loading the package from node_modules", () => {
+/** The first ```html block under `heading` in docs/embedding.md: the recipe as authors read it. */
+async function recipe(heading) {
+  const docs = await readFile(join(REPO, "docs", "embedding.md"), "utf8");
+  const section = docs.slice(docs.indexOf(`\n## ${heading}\n`));
+  const block = section.match(/```html\n([\s\S]*?)```/);
+  assert.ok(block, `docs/embedding.md has an html block under "${heading}"`);
+  return block[1];
+}
+
+describe("a plain page loading the package from node_modules, as docs/embedding.md says", () => {
   let session;
   before(async () => {
     await writeFile(
@@ -232,10 +241,9 @@ describe("a plain page loading the package from node_modules", () => {
 <meta charset="utf-8">
 <link rel="icon" href="data:,">
 <title>Rate limits</title>
-<script type="module" src="./node_modules/rate-limit-demo/dist/rate-limit-demo.js"></script>
 </head>
 <body>
-<rate-limit-demo limit="6/8s"></rate-limit-demo>
+${await recipe("Plain HTML, script tag")}
 </body>
 </html>`,
     );
