@@ -73,8 +73,7 @@ fi
 
 # mdBook builds the book that the end-to-end suite embeds the widget in (docs/book/). Without
 # its default `serve` and `watch` features (a web server and a file watcher the build does not
-# need) it compiles 123 crates instead of 190, in 6.7 CPU-minutes instead of 11.0 here;
-# `search` keeps the book's search bar.
+# need) it compiles a third fewer crates; `search` keeps the book's search bar.
 if { [ "${1:-}" = test ] || [ "${1:-}" = book ]; } &&
     [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
     say "installing mdbook $MDBOOK_VERSION (a few minutes)"
