@@ -1,5 +1,5 @@
-// The widget embedded in a real mdBook, the way the README tells a docs author to do it: the
-// element's files copied into the book's src/, the README's two-line snippet in a chapter,
+// The widget embedded in a real mdBook, the way docs/embedding.md tells a docs author to do
+// it: the package's dist/ files copied into the book's src/, its two-line snippet in a chapter,
 // `mdbook build`. The book (docs/book/) is built here into a scratch folder, served on
 // 127.0.0.1, and read in Chromium: the widget answers, at the chapter's text size and in the
 // colours of mdBook's theme, and mdBook's page around it keeps working.
@@ -74,10 +74,11 @@ async function chooseTheme(page, theme) {
 }
 
 describe("the widget in an mdBook", () => {
-  it("the chapter embeds it with the README's two-line snippet", async () => {
-    const readme = await readFile(join(REPO, "README.md"), "utf8");
-    const snippet = readme.match(/```html\n(<script type="module"[^`]*<\/rate-limit-demo>)\n```/)?.[1];
-    assert.ok(snippet, "the README gives the snippet in an html code block");
+  it("the chapter embeds it with docs/embedding.md's mdBook snippet", async () => {
+    const docs = await readFile(join(REPO, "docs", "embedding.md"), "utf8");
+    const section = docs.slice(docs.indexOf("\n## mdBook\n"));
+    const snippet = section.match(/```html\n(<script type="module"[^`]*<\/rate-limit-demo>)\n```/)?.[1];
+    assert.ok(snippet, "docs/embedding.md gives the mdBook snippet in an html code block");
     const chapter = await readFile(join(BOOK, "src", "rate-limits.md"), "utf8");
     assert.ok(chapter.includes(snippet), `the chapter holds exactly:\n${snippet}`);
   });
