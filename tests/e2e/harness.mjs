@@ -185,3 +185,18 @@ export async function heapAfterGC(page) {
     await devtools.detach();
   }
 }
+
+/**
+ * The widget's card as drawn: its colour scheme, and the Rec. 709 luma of its background from
+ * 0 (black) to 255 (white), enough to tell a dark card from a light one.
+ */
+export function widgetLook(page, selector = "rate-limit-demo") {
+  return page.locator(selector).evaluate((element) => {
+    const panel = element.shadowRoot.querySelector('[part~="panel"]');
+    const [red, green, blue] = getComputedStyle(panel).backgroundColor.match(/\d+/g).map(Number);
+    return {
+      colorScheme: getComputedStyle(element).colorScheme,
+      luma: 0.2126 * red + 0.7152 * green + 0.0722 * blue,
+    };
+  });
+}

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { ARTIFACTS, REPO, SITE, collectEvents, events, open, start, whenReady } from "./harness.mjs";
+import { ARTIFACTS, REPO, SITE, collectEvents, events, open, start, whenReady, widgetLook } from "./harness.mjs";
 
 const BOOK = join(REPO, "docs", "book");
 const CHAPTER = "rate-limits.html";
@@ -49,19 +49,6 @@ async function buildBook(book, site) {
     }
     throw new Error(`mdbook build failed:\n${error.stderr ?? error.message}`);
   }
-}
-
-/** The widget's card, and whether it is drawn dark: its colour scheme and background. */
-function widgetLook(page) {
-  return page.locator("rate-limit-demo").evaluate((element) => {
-    const panel = element.shadowRoot.querySelector('[part~="panel"]');
-    const [red, green, blue] = getComputedStyle(panel).backgroundColor.match(/\d+/g).map(Number);
-    return {
-      colorScheme: getComputedStyle(element).colorScheme,
-      // Rec. 709 luma of the card from 0 (black) to 255 (white); enough to tell dark from light.
-      luma: 0.2126 * red + 0.7152 * green + 0.0722 * blue,
-    };
-  });
 }
 
 /** Picks `theme` from mdBook's own theme menu, as a reader would, and closes the menu. */

@@ -19,7 +19,7 @@ import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ARTIFACTS, REPO, collectEvents, events, open, start, whenReady } from "./harness.mjs";
+import { ARTIFACTS, REPO, collectEvents, events, open, start, whenReady, widgetLook } from "./harness.mjs";
 
 const DOC = join(REPO, "docs", "embedding.md");
 const FIXTURES = join(REPO, "tests", "recipes");
@@ -201,15 +201,9 @@ async function pressSeven(page) {
 }
 
 /** The widget's colour scheme and whether its card is drawn dark. */
-function widgetLook(page) {
-  return page.locator("rate-limit-demo").evaluate((element) => {
-    const panel = element.shadowRoot.querySelector('[part~="panel"]');
-    const [red, green, blue] = getComputedStyle(panel).backgroundColor.match(/\d+/g).map(Number);
-    return {
-      colorScheme: getComputedStyle(element).colorScheme,
-      dark: 0.2126 * red + 0.7152 * green + 0.0722 * blue < 64,
-    };
-  });
+async function darkness(page) {
+  const { colorScheme, luma } = await widgetLook(page);
+  return { colorScheme, dark: luma < 64 };
 }
 
 for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixture))) {
@@ -364,12 +358,12 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
         // Wide enough that both tools show their switch in the navigation bar, not a menu.
         await page.setViewportSize({ width: 1400, height: 900 });
         assert.deepEqual(await whenReady(page), [true]);
-        assert.equal((await widgetLook(page)).dark, false, "light at first");
+        assert.equal((await darkness(page)).dark, false, "light at first");
         const toggle = recipe.darkSwitch(page);
         await toggle.click();
-        assert.deepEqual(await widgetLook(page), { colorScheme: "dark", dark: true }, "dark");
+        assert.deepEqual(await darkness(page), { colorScheme: "dark", dark: true }, "dark");
         await toggle.click();
-        assert.equal((await widgetLook(page)).dark, false, "light again");
+        assert.equal((await darkness(page)).dark, false, "light again");
         assert.deepEqual(problems, []);
       });
     }
