@@ -69,6 +69,8 @@ const RECIPES = [
     tools: { "@docusaurus/core": "@docusaurus/core", react: "React" },
     home: "",
     darkSwitch: (page) => page.getByRole("button", { name: /dark and light mode/i }),
+    // A page whose widget is written with JSX's compare={true}.
+    compare: "compare",
   },
 ];
 
@@ -327,6 +329,25 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
       assert.match(wasm[0], recipe.wasm);
       assert.deepEqual(problems, []);
     });
+
+    if (recipe.compare !== undefined) {
+      it(`takes ${recipe.name}'s compare={true} as compare mode`, BOUNDED, async () => {
+        const { page, problems } = await open(session, { path: recipe.compare, routes: [FAVICON] });
+        assert.deepEqual(await whenReady(page), [true]);
+        assert.equal(await page.locator('rate-limit-demo [part~="row"]').count(), 2);
+        await collectEvents(page);
+        await page.locator('rate-limit-demo [part~="hit"]').click();
+        const [{ detail }] = await events(page);
+        assert.deepEqual(
+          detail.decisions.map(({ algorithm, status }) => [algorithm, status]),
+          [
+            ["floating", 200],
+            ["sliding-log", 200],
+          ],
+        );
+        assert.deepEqual(problems, []);
+      });
+    }
 
     if (recipe.home !== undefined) {
       it(`works when reached by ${recipe.name}'s own navigation from another page`, BOUNDED, async () => {
