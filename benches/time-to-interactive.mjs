@@ -19,9 +19,11 @@ function median(values) {
 }
 
 const page = await readFile(join(SITE, "index.html"), "utf8");
-// The page as it would be without the widget: no module, and no elements to upgrade.
+// The page as it would be without the widget: no module, no preload of its wasm, and no
+// elements to upgrade.
 const bare = page
   .replace(/<script type="module"[^>]*><\/script>\n?/g, "")
+  .replace(/<link rel="preload"[^>]*trickle_bg\.wasm[^>]*>\n?/g, "")
   .replace(/<rate-limit-demo[^>]*><\/rate-limit-demo>/g, "");
 
 const session = await start();

@@ -8,6 +8,43 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ARTIFACTS, open, start, whenReady } from "./harness.mjs";
 
+/**
+ * How many requests deep each script and wasm a page loads is, from the browser's own network
+ * log: 1 for what the page asks for, 2 for what those ask for, and so on. `html` serves that
+ * page at `path` instead of the site's file.
+ */
+async function requestDepths(session, path, html) {
+  const context = await session.browser.newContext();
+  const address = new URL(path, session.url).href;
+  if (html !== undefined) {
+    await context.route(address, (route) => route.fulfill({ contentType: "text/html", body: html }));
+  }
+  const tab = await context.newPage();
+  const devtools = await context.newCDPSession(tab);
+  await devtools.send("Network.enable");
+  await devtools.send("Network.setCacheDisabled", { cacheDisabled: true });
+  const initiators = new Map();
+  devtools.on("Network.requestWillBeSent", ({ request, initiator }) => {
+    const by =
+      initiator.url ?? initiator.stack?.callFrames?.[0]?.url ?? initiator.stack?.parent?.callFrames?.[0]?.url;
+    initiators.set(request.url.split("?")[0], by ?? null);
+  });
+  await tab.goto(address);
+  await whenReady(tab);
+  await context.close();
+  const depth = (url, seen = new Set()) => {
+    const by = initiators.get(url);
+    if (!by || seen.has(url) || !initiators.has(by)) return 0;
+    seen.add(url);
+    return depth(by, seen) + 1;
+  };
+  return Object.fromEntries(
+    [...initiators.keys()]
+      .filter((url) => /\.(js|wasm)$/.test(url))
+      .map((url) => [new URL(url).pathname.slice(1), depth(url)]),
+  );
+}
+
 let session;
 before(async () => {
   session = await start();
@@ -29,32 +66,20 @@ describe("the docs page", () => {
   });
 
   it("asks for nothing deeper than page → module → (WebAssembly, compare mode's module)", async () => {
-    // A page of our own, so that the browser's protocol sees every request from the start.
-    const context = await session.browser.newContext();
-    const tab = await context.newPage();
-    const devtools = await context.newCDPSession(tab);
-    await devtools.send("Network.enable");
-    await devtools.send("Network.setCacheDisabled", { cacheDisabled: true });
-    const initiators = new Map();
-    devtools.on("Network.requestWillBeSent", ({ request, initiator }) => {
-      const by = initiator.url ?? initiator.stack?.callFrames?.[0]?.url ?? initiator.stack?.parent?.callFrames?.[0]?.url;
-      initiators.set(request.url.split("?")[0], by ?? null);
+    // The docs page preloads the wasm, as the embed section advises: it starts with the page.
+    assert.deepEqual(await requestDepths(session, "index.html"), {
+      "rate-limit-demo.js": 1,
+      "trickle_bg.wasm": 1,
+      "compare.js": 2,
     });
-    await tab.goto(new URL("index.html", session.url).href);
-    await whenReady(tab);
-    const depth = (url, seen = new Set()) => {
-      const by = initiators.get(url);
-      if (!by || seen.has(url) || !initiators.has(by)) return 0;
-      seen.add(url);
-      return depth(by, seen) + 1;
-    };
-    const name = (url) => new URL(url).pathname.slice(1);
-    const chains = Object.fromEntries(
-      [...initiators.keys()].filter((url) => /\.(js|wasm)$/.test(url)).map((url) => [name(url), depth(url)]),
-    );
-    assert.deepEqual(chains, { "rate-limit-demo.js": 1, "trickle_bg.wasm": 2, "compare.js": 2 });
-    assert.equal(name(initiators.get(new URL("trickle_bg.wasm", session.url).href)), "rate-limit-demo.js");
-    await context.close();
+    // The two lines alone: the module asks for the wasm, and nothing else is asked for.
+    const twoLines = `<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>t</title>
+<script type="module" src="rate-limit-demo.js"></script></head>
+<body><rate-limit-demo limit="6/8s"></rate-limit-demo></body></html>`;
+    assert.deepEqual(await requestDepths(session, "two-lines.html", twoLines), {
+      "rate-limit-demo.js": 1,
+      "trickle_bg.wasm": 2,
+    });
   });
 
   it("follows the reader's light or dark scheme", async () => {
