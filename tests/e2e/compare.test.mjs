@@ -345,6 +345,38 @@ describe("compare mode", () => {
     assert.equal(await framesRequested(page), 0);
   });
 
+  it("shows its loading note, not the old widget, while compare mode's module is on its way", async () => {
+    let release;
+    const arrived = new Promise((resolve) => (release = resolve));
+    const { page, problems } = await openWith(`<rate-limit-demo limit="6/8s"></rate-limit-demo>`, {
+      routes: [
+        [
+          "**/compare.js",
+          async (route) => {
+            await arrived;
+            await route.continue();
+          },
+        ],
+      ],
+    });
+    await press(page);
+    await page.evaluate(() => (document.querySelector("rate-limit-demo").compare = true));
+    const shown = () =>
+      page.locator("rate-limit-demo").evaluate((element) => {
+        const visible = (selector) => !element.shadowRoot.querySelector(selector).hidden;
+        return { loading: visible(".loading"), panel: visible('[part~="panel"]'), hit: element.hit() };
+      });
+    assert.deepEqual(await shown(), { loading: true, panel: false, hit: null });
+    release();
+    await page.locator('rate-limit-demo [part~="row"]').first().waitFor();
+    assert.deepEqual(await shown().then(({ loading, panel }) => ({ loading, panel })), {
+      loading: false,
+      panel: true,
+    });
+    assert.equal(Object.keys(await shownRows(page)).length, 4);
+    assert.deepEqual(problems, []);
+  });
+
   it("goes back to one algorithm when compare is removed", async () => {
     const { page, problems } = await openWith(`<rate-limit-demo compare limit="6/8s"></rate-limit-demo>`);
     await press(page);

@@ -454,6 +454,9 @@ export class RateLimitDemo extends Base {
       this.#buildComparison(compareModule, limiters);
       return;
     }
+    // Until compare mode's module arrives, the loading note stands in for the old panel.
+    this.#error.hidden = this.#panel.hidden = true;
+    this.#loading.hidden = false;
     loadCompare().then(
       (module) => {
         if (generation !== this.#generation) {
