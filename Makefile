@@ -49,7 +49,7 @@ site: package
 	@scripts/site.sh $(SITE)
 
 cli: setup
-	$(CARGO) build --release --locked
+	$(CARGO) build --release --locked -p trickle-cli
 
 # Builds, then serves the docs page on 127.0.0.1 until Ctrl-C.
 demo: site
@@ -92,8 +92,11 @@ test: setup-test fmt lint unit doc wasm-node wasm-browser e2e
 fmt:
 	$(CARGO) fmt --all -- --check
 
+# The library's users get the core alone: no dependency of the CLI's or the binding's.
 lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+	@if $(CARGO) tree --locked -p trickle -e normal --prefix none | grep -vx 'trickle v[^ ]* ([^)]*)' | grep .; then \
+		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
 

@@ -60,7 +60,8 @@
 //!
 //! The crate is `no_std` with `alloc` when its default feature `std` is turned off, as the
 //! WebAssembly binding (`crates/trickle-wasm`) uses it. `std` adds the keyed limiters,
-//! whose map is std's `HashMap`, and the replay CLI.
+//! whose map is std's `HashMap`. The replay CLI is its own crate, `crates/trickle-cli`, so
+//! the library has no dependencies.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         Ok(Command::Help) => print(cli::help::HELP),
         Ok(Command::Version) => print(&format!(
             "{} {}\n",
-            env!("CARGO_PKG_NAME"),
+            env!("CARGO_BIN_NAME"),
             env!("CARGO_PKG_VERSION")
         )),
         Ok(Command::Replay(args)) => run_replay(&args),

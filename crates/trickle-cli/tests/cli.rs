@@ -402,7 +402,7 @@ fn compare_with_any_pair_and_with_itself() {
     // Any algorithm against itself never disagrees.
     let log = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/examples/esi-burst.csv"
+        "/../../examples/esi-burst.csv"
     ))
     .unwrap();
     for algorithm in ["floating", "sliding-log", "fixed", "token-bucket"] {
@@ -779,7 +779,7 @@ fn a_closed_stdout_is_a_normal_end() {
 
 #[test]
 fn input_from_a_file_or_dash() {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/esi-burst.csv");
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/esi-burst.csv");
     let from_file = trickle(&["replay", "--limit", "6/8s", example], "");
     assert_eq!(from_file.code, 0, "{}", from_file.stderr);
     let text = std::fs::read_to_string(example).unwrap();
