@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
-use crate::text::{parse_digits, split_once, Text};
+use crate::text::{error_from_message, parse_digits, split_once, Text};
 
 /// A status → cost table: exact statuses and whole classes, an exact status winning over
 /// its class.
@@ -290,14 +290,6 @@ impl CostTableError {
     }
 }
 
-impl fmt::Display for CostTableError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
-impl core::error::Error for CostTableError {}
-
 /// A status a [`CostTable`] has no price for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnpricedStatus {
@@ -319,10 +311,4 @@ impl UnpricedStatus {
     }
 }
 
-impl fmt::Display for UnpricedStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
-impl core::error::Error for UnpricedStatus {}
+error_from_message!(CostTableError, UnpricedStatus);

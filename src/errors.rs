@@ -5,10 +5,9 @@
 //! is allowed, so it can be shown to a person as it is.
 
 use alloc::string::String;
-use core::fmt;
 
 use crate::algorithm::Algorithm;
-use crate::text::Text;
+use crate::text::{error_from_message, Text};
 
 /// A limit written as text (`"150/15m"`) or given as numbers could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,14 +83,6 @@ impl LimitError {
     }
 }
 
-impl fmt::Display for LimitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
-impl core::error::Error for LimitError {}
-
 /// A name that is not one of the algorithms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlgorithmError {
@@ -119,14 +110,6 @@ impl AlgorithmError {
     }
 }
 
-impl fmt::Display for AlgorithmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
-impl core::error::Error for AlgorithmError {}
-
 /// An HTTP status that ESI's cost table has no price for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatusError {
@@ -144,10 +127,4 @@ impl StatusError {
     }
 }
 
-impl fmt::Display for StatusError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
-impl core::error::Error for StatusError {}
+error_from_message!(LimitError, AlgorithmError, StatusError);

@@ -10,6 +10,21 @@
 
 use alloc::string::String;
 
+/// `Display` and `Error` for error types whose `message()` builds their text: `Display`
+/// hands the message to the formatter, so there is one home for each message.
+macro_rules! error_from_message {
+    ($($error:ty),+ $(,)?) => {$(
+        impl core::fmt::Display for $error {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(&self.message())
+            }
+        }
+
+        impl core::error::Error for $error {}
+    )+};
+}
+pub(crate) use error_from_message;
+
 /// A message being built: plain text, whole numbers in decimal, and quoted strings.
 #[derive(Default)]
 pub(crate) struct Text(String);
