@@ -53,7 +53,7 @@
 //! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
 //! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`].
 //! - ESI's cost by status and its headers: [`esi`].
-//! - How far an approximation strays from the exact sliding log: [`Comparison`].
+//! - How far an approximation strays from the exact sliding log: [`compare`].
 //! - What a response costs by its status, written as text: [`CostTable`].
 //!
 //! # Without `std`
@@ -68,7 +68,7 @@ extern crate alloc;
 
 mod algorithm;
 mod bucket;
-mod compare;
+pub mod compare;
 mod costs;
 mod decision;
 mod errors;
@@ -86,7 +86,6 @@ mod tokens;
 
 pub use algorithm::{Algorithm, AnyState, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
-pub use compare::{Accuracy, Comparison, Disagreement, Ratio, Verdict};
 pub use costs::{CostTable, CostTableError, UnpricedStatus};
 pub use decision::{Counters, Decision, Outcome};
 pub use errors::{AlgorithmError, LimitError, StatusError};

@@ -8,7 +8,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use trickle::{Accuracy, Algorithm, Comparison, Disagreement, Limit, Limiter};
+use trickle::compare::{Accuracy, Comparison, Disagreement};
+use trickle::{Algorithm, Limit, Limiter};
 
 use Algorithm::{Fixed, Floating, SlidingLog, TokenBucket};
 use Disagreement::{WronglyAllowed, WronglyLimited};
@@ -218,7 +219,7 @@ fn shares_are_exact_and_rounded_half_up() {
 
     // 2 of 3 is 66.666…%: half up gives 66.667. 2 tokens with N = 3 are 0.666… × N: 0.67.
     let (_, accuracy) = compare(limit("3/1s"), Floating, Floating, &[(0, 1), (1, 1), (2, 1)]);
-    let two_of_three = trickle::Accuracy {
+    let two_of_three = Accuracy {
         wrongly_limited: 2,
         same_history_wrongly_allowed: 1,
         same_history_wrongly_limited: 2,

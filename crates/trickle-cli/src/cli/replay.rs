@@ -1,6 +1,6 @@
 //! `trickle replay`: every request of a log through one limiter, one CSV row per decision.
 //! With `--compare NAME`, every request also goes through a second limiter, the reference,
-//! with its own state (see [`trickle::Comparison`] for what is counted); its answer is added
+//! with its own state (see [`trickle::compare::Comparison`] for what is counted); its answer is added
 //! to each row, and the disagreements are summed up after them twice: each limiter on its
 //! own history, then `--algorithm` judged on the reference's history.
 //!
@@ -11,7 +11,8 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use trickle::{Accuracy, Algorithm, Comparison, Decision, Limit, Limiter, Outcome, Verdict};
+use trickle::compare::{Accuracy, Comparison, Verdict};
+use trickle::{Algorithm, Decision, Limit, Limiter, Outcome};
 
 use crate::cli::args::ReplayArgs;
 use crate::cli::log::{InputError, RequestLog};
