@@ -69,6 +69,8 @@ extern crate alloc;
 mod algorithm;
 mod bucket;
 pub mod compare;
+#[cfg(feature = "std")]
+mod concurrent;
 mod costs;
 mod decision;
 mod errors;
@@ -86,6 +88,8 @@ mod tokens;
 
 pub use algorithm::{Algorithm, AnyState, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
+#[cfg(feature = "std")]
+pub use concurrent::ConcurrentKeyedLimiter;
 pub use costs::{CostTable, CostTableError, UnpricedStatus};
 pub use decision::{Counters, Decision, Outcome};
 pub use errors::{AlgorithmError, LimitError, StatusError};

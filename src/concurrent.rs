@@ -1,0 +1,256 @@
+//! A keyed limiter that many threads share through `&self`, deciding exactly as the
+//! sequential [`KeyedLimiter`](crate::KeyedLimiter) does: the buckets are split into shards,
+//! each a `HashMap` behind its own `Mutex` and chosen by the key's hash, so threads deciding
+//! for keys in different shards never wait for each other, and a key's bucket is only ever
+//! read and changed by one thread at a time, which is what keeps "never N + 1" exact. The
+//! shared clock (the latest time any request brought) is one atomic, moved forward with
+//! `fetch_max`; idle buckets are dropped shard by shard, as the keyed limiter drops them.
+
+use core::hash::{BuildHasher, Hash};
+use core::num::NonZeroUsize;
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::decision::{Decision, Outcome};
+use crate::floating::FloatingState;
+use crate::limit::Limit;
+use crate::state::State;
+
+/// One bucket per key, all under the same limit, shared by threads.
+///
+/// Every call takes `&self`, so one limiter behind an `Arc` (or a `static`) serves every
+/// thread of a server. Each decision is the one [`KeyedLimiter`](crate::KeyedLimiter)
+/// would make had the calls come one after the other, in the order in which they moved the
+/// shared clock: a request is decided at `max(now, latest)`, where `latest` is the latest
+/// time any earlier `hit` or `record` brought, and a denial's `retry_after_ms` is told from
+/// the caller's own `now`. At one frozen time, T threads hitting a key with a limit of N
+/// admit exactly N tokens between them, never N + 1.
+///
+/// Memory: a bucket holding nothing that still counts is dropped when its shard is next used
+/// in a later window, so, as with the keyed limiter, a key idle for two whole windows of the
+/// floating window goes, and memory follows the keys active lately.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::thread;
+/// use trickle::ConcurrentKeyedLimiter;
+///
+/// let limiter: Arc<ConcurrentKeyedLimiter<(u32, u64)>> =
+///     Arc::new(ConcurrentKeyedLimiter::new("150/15m".parse().unwrap()));
+/// let threads: Vec<_> = (0..4)
+///     .map(|_| {
+///         let limiter = Arc::clone(&limiter);
+///         thread::spawn(move || {
+///             (0..100)
+///                 .filter(|_| limiter.hit((7, 90_000_001), 0, 1).is_allowed())
+///                 .count()
+///         })
+///     })
+///     .collect();
+/// let allowed: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+/// // 400 requests at one time for one key: exactly the limit goes in.
+/// assert_eq!(allowed, 150);
+/// ```
+#[derive(Debug)]
+pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
+    limit: Limit,
+    /// A power-of-two number of shards, so that picking one is a shift of the hash.
+    shards: Box<[PaddedShard<K, S>]>,
+    /// How far to shift a key's hash right to get its shard: 64 − log2(shards).
+    shard_shift: u32,
+    /// Hashes keys to pick their shard; each shard's map hashes with a clone of it.
+    hasher: RandomState,
+    /// The latest time seen by any `hit` or `record`: the server's clock, shared by all keys.
+    latest_ms: AtomicU64,
+}
+
+/// One shard's buckets, and the window in which its idle ones were last dropped.
+#[derive(Debug)]
+struct Shard<K, S> {
+    buckets: HashMap<K, S>,
+    swept_window: u64,
+}
+
+/// A locked shard on cache lines of its own: two threads locking neighbouring shards would
+/// otherwise write to the same line and slow each other down although they never wait.
+#[derive(Debug)]
+#[repr(align(128))]
+struct PaddedShard<K, S>(Mutex<Shard<K, S>>);
+
+impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
+    /// An empty limiter with four shards per CPU the machine offers (rounded up to a power
+    /// of two): enough that two threads rarely want the same shard at once.
+    pub fn new(limit: Limit) -> ConcurrentKeyedLimiter<K, S> {
+        let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        ConcurrentKeyedLimiter::with_shards(
+            limit,
+            NonZeroUsize::new(4 * cpus).unwrap_or(NonZeroUsize::MIN),
+        )
+    }
+
+    /// An empty limiter with `shards` shards, rounded up to a power of two. One shard is a
+    /// single lock around a single map; more shards let more threads decide at once, for
+    /// one empty map (about 64 bytes) each.
+    pub fn with_shards(limit: Limit, shards: NonZeroUsize) -> ConcurrentKeyedLimiter<K, S> {
+        let count = shards.get().next_power_of_two();
+        let hasher = RandomState::new();
+        let shards = (0..count)
+            .map(|_| {
+                PaddedShard(Mutex::new(Shard {
+                    buckets: HashMap::with_hasher(hasher.clone()),
+                    swept_window: 0,
+                }))
+            })
+            .collect();
+        ConcurrentKeyedLimiter {
+            limit,
+            shards,
+            // A shift by 64 would overflow: with one shard, every hash shifts to 0 by 63
+            // and the mask in `shard` below keeps it there.
+            shard_shift: 64 - count.trailing_zeros().max(1),
+            hasher,
+            latest_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The limit every key is held to.
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    /// How many shards the buckets are split into.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Decides a request of `cost` for `key` at `now_ms`, spending the cost if it fits.
+    pub fn hit(&self, key: K, now_ms: u64, cost: u64) -> Decision {
+        let mut shard = self.lock_shard_of(&key);
+        let at_ms = self.advance(&mut shard, now_ms);
+        let decision = shard
+            .buckets
+            .entry(key)
+            .or_default()
+            .hit(&self.limit, at_ms, cost);
+        drop(shard);
+        from_callers_clock(decision, at_ms - now_ms)
+    }
+
+    /// What [`hit`](ConcurrentKeyedLimiter::hit) would answer for `key`, without spending or
+    /// storing, and without moving the shared clock.
+    pub fn peek(&self, key: &K, now_ms: u64, cost: u64) -> Decision {
+        let shard = self.lock_shard_of(key);
+        let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
+        let decision = match shard.buckets.get(key) {
+            Some(state) => state.peek(&self.limit, at_ms, cost),
+            None => S::default().peek(&self.limit, at_ms, cost),
+        };
+        drop(shard);
+        from_callers_clock(decision, at_ms - now_ms)
+    }
+
+    /// Charges `cost` to `key` after the fact, even past the limit.
+    pub fn record(&self, key: K, now_ms: u64, cost: u64) -> Decision {
+        let mut shard = self.lock_shard_of(&key);
+        let at_ms = self.advance(&mut shard, now_ms);
+        shard
+            .buckets
+            .entry(key)
+            .or_default()
+            .record(&self.limit, at_ms, cost)
+    }
+
+    /// Forgets `key`'s requests.
+    pub fn reset(&self, key: &K) {
+        self.lock_shard_of(key).buckets.remove(key);
+    }
+
+    /// How many keys hold a bucket: the shards are counted one after the other, so while
+    /// other threads are deciding this is only a close estimate.
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| lock(shard).buckets.len())
+            .sum()
+    }
+
+    /// True when no key holds a bucket (with the same caveat as [`len`](Self::len)).
+    pub fn is_empty(&self) -> bool {
+        self.shards
+            .iter()
+            .all(|shard| lock(shard).buckets.is_empty())
+    }
+
+    /// Drops, in every shard, each bucket that holds nothing still counting at `now_ms`,
+    /// and gives back memory when most of a shard's table is empty. Each shard also does
+    /// this by itself when it is first used in a new window; calling this sweeps the shards
+    /// no request has touched lately.
+    pub fn sweep(&self, now_ms: u64) {
+        let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
+        for shard in self.shards.iter() {
+            sweep(&mut lock(shard), &self.limit, at_ms);
+        }
+    }
+
+    /// The shard `key` lives in, locked: the shard index is taken from the hash's high bits
+    /// below the top seven, the bits the standard map uses least (it finds a slot with the
+    /// low bits and tags it with the top seven), so keys of one shard still spread evenly
+    /// over its table.
+    fn lock_shard_of(&self, key: &K) -> MutexGuard<'_, Shard<K, S>> {
+        let hash = self.hasher.hash_one(key);
+        let index = ((hash << 7) >> self.shard_shift) as usize & (self.shards.len() - 1);
+        lock(&self.shards[index])
+    }
+
+    /// Moves the shared clock to `now_ms` (never back) and returns the time to decide at;
+    /// sweeps `shard` when this is its first use in a new window. Called with the shard
+    /// locked, so two requests for one key move the clock in the order they are decided:
+    /// the later one is never decided at an earlier time.
+    ///
+    /// Sweeping costs O(keys in the shard) at most once per window per shard: amortised
+    /// O(1) per request, since every key kept was active in the last two windows.
+    fn advance(&self, shard: &mut Shard<K, S>, now_ms: u64) -> u64 {
+        // Only a later time is written: most requests on a busy server bring a time already
+        // seen, and a read leaves the clock's cache line shared between the cores.
+        let seen_ms = self.latest_ms.load(Ordering::Relaxed);
+        let at_ms = if now_ms > seen_ms {
+            now_ms.max(self.latest_ms.fetch_max(now_ms, Ordering::Relaxed))
+        } else {
+            seen_ms
+        };
+        if at_ms / self.limit.window_ms() > shard.swept_window {
+            sweep(shard, &self.limit, at_ms);
+        }
+        at_ms
+    }
+}
+
+/// Locks a shard. A thread that panicked while holding the lock cannot have left a bucket
+/// half-changed (a state is replaced whole, after its decision is made), so a poisoned lock
+/// is taken as it is.
+fn lock<K, S>(shard: &PaddedShard<K, S>) -> MutexGuard<'_, Shard<K, S>> {
+    shard.0.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Drops a shard's buckets that hold nothing still counting at `at_ms`, and gives back
+/// memory when most of its table is empty.
+fn sweep<K: Hash + Eq, S: State>(shard: &mut Shard<K, S>, limit: &Limit, at_ms: u64) {
+    shard
+        .buckets
+        .retain(|_, state| !state.is_idle(limit, at_ms));
+    if shard.buckets.len() < shard.buckets.capacity() / 4 {
+        shard.buckets.shrink_to_fit();
+    }
+    shard.swept_window = shard.swept_window.max(at_ms / limit.window_ms());
+}
+
+/// A decision made at the shared clock's `at_ms`, told in the caller's time: a retry is
+/// due `shift_ms` later from the caller's earlier `now`.
+fn from_callers_clock(mut decision: Decision, shift_ms: u64) -> Decision {
+    if let Outcome::Denied { retry_after_ms } = &mut decision.outcome {
+        *retry_after_ms = retry_after_ms.saturating_add(shift_ms);
+    }
+    decision
+}

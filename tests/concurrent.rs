@@ -1,0 +1,533 @@
+//! The keyed limiter shared by threads (`ConcurrentKeyedLimiter`): at a frozen clock T
+//! threads admit exactly what one thread would, never a token more; over many keys each key
+//! admits what the sequential `KeyedLimiter` admits for the same requests; idle keys go
+//! after two windows while threads keep deciding; and a clock going backwards in one thread
+//! lets nothing extra in.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::Barrier;
+use std::thread;
+
+use trickle::{
+    ConcurrentKeyedLimiter, FixedState, FloatingState, KeyedLimiter, Limit, Outcome,
+    SlidingLogState, State, TokenBucketState,
+};
+
+fn limit(text: &str) -> Limit {
+    text.parse().expect("a valid limit")
+}
+
+fn shards(count: usize) -> NonZeroUsize {
+    NonZeroUsize::new(count).expect("at least one shard")
+}
+
+/// A fixed pseudo-random sequence, the same every run.
+struct Sequence(u64);
+
+impl Sequence {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % bound
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for last in (1..items.len()).rev() {
+            let other = self.below(last as u64 + 1) as usize;
+            items.swap(last, other);
+        }
+    }
+}
+
+/// Fails to compile unless the limiter can be shared by threads as it is, with any of the
+/// four states and with keys that own memory.
+#[test]
+fn is_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<ConcurrentKeyedLimiter<(u32, u64)>>();
+    shareable::<ConcurrentKeyedLimiter<String, SlidingLogState>>();
+    shareable::<ConcurrentKeyedLimiter<u64, FixedState>>();
+    shareable::<ConcurrentKeyedLimiter<u64, TokenBucketState>>();
+}
+
+/// T threads start together on one fresh key at one frozen time, each asking for more than
+/// the whole limit in requests of cost c: between them they spend exactly ⌊N / c⌋ × c
+/// tokens, what one thread alone would, in every one of 200 runs.
+fn one_key_at_a_frozen_clock_admits_exactly_the_limit<S: State + Default + Send>() {
+    const RUNS: u64 = 200;
+    #[rustfmt::skip]
+    let cases = [
+        // limit,   cost
+        ("1/1s",    1),
+        ("6/8s",    1),
+        ("6/8s",    4),
+        ("100/1s",  1),
+        ("100/1s",  3),
+        ("150/15m", 2),
+    ];
+    for threads in [2, 4, 8] {
+        for (text, cost) in cases {
+            let limiter: ConcurrentKeyedLimiter<u64, S> = ConcurrentKeyedLimiter::new(limit(text));
+            let tokens = limit(text).tokens();
+            // Every thread alone would exhaust the key, so all of them race to the end.
+            let requests = tokens / cost + 2;
+            let barrier = Barrier::new(threads);
+            let frozen_ms = 12_345;
+            let spent_by_run: Vec<u64> = thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut spent = vec![0; RUNS as usize];
+                            for run in 0..RUNS {
+                                barrier.wait();
+                                for _ in 0..requests {
+                                    let decision = limiter.hit(run, frozen_ms, cost);
+                                    spent[run as usize] += decision.spent();
+                                }
+                            }
+                            spent
+                        })
+                    })
+                    .collect();
+                let mut total = vec![0; RUNS as usize];
+                for worker in workers {
+                    let spent = worker.join().expect("a worker finishes");
+                    for (sum, own) in total.iter_mut().zip(spent) {
+                        *sum += own;
+                    }
+                }
+                total
+            });
+            for (run, spent) in spent_by_run.into_iter().enumerate() {
+                assert_eq!(
+                    spent,
+                    tokens / cost * cost,
+                    "{threads} threads, {text}, cost {cost}, run {run}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn floating_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FloatingState>();
+}
+
+#[test]
+fn sliding_log_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<SlidingLogState>();
+}
+
+#[test]
+fn fixed_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FixedState>();
+}
+
+#[test]
+fn token_bucket_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<TokenBucketState>();
+}
+
+/// Rounds of requests over 40 keys, each round at one frozen time (rounds a few ms to a few
+/// windows apart, times on and beside window edges). In a round every key gets between 0
+/// and 3N requests of one cost (from 0 to N + 1), shuffled and dealt to T threads.
+///
+/// Why the check is exact: at one time, the requests of one key are all the same request,
+/// so the order they are decided in cannot change how many go in, nor the key's state after
+/// the round. Each round, per key, the threads must admit exactly as many as the sequential
+/// `KeyedLimiter` given the same requests; after it, `peek` must answer the same for every
+/// key, and after a sweep at the round's time both hold the same number of keys.
+fn many_keys_admit_per_key_what_the_sequential_core_admits<S>()
+where
+    S: State + Default + Send,
+{
+    const KEYS: u64 = 40;
+    const ROUNDS: u64 = 60;
+    let window_ms = 1_000;
+    let shared_limit = limit("5/1000ms");
+    let tokens = shared_limit.tokens();
+    for threads in [2, 4, 8] {
+        let mut sequence = Sequence(0x5eed ^ threads as u64);
+        // Four shards for 40 keys: threads often meet in one.
+        let limiter: ConcurrentKeyedLimiter<u64, S> =
+            ConcurrentKeyedLimiter::with_shards(shared_limit, shards(4));
+        let mut sequential: KeyedLimiter<u64, S> = KeyedLimiter::new(shared_limit);
+        let mut now_ms = 0;
+        for round in 0..ROUNDS {
+            now_ms += match sequence.below(4) {
+                0 => 0,
+                1 => sequence.below(20),
+                2 => window_ms - now_ms % window_ms - sequence.below(2),
+                _ => sequence.below(3 * window_ms),
+            };
+            let mut requests = Vec::new();
+            for key in 0..KEYS {
+                let cost = sequence.below(tokens + 2);
+                for _ in 0..sequence.below(3 * tokens + 1) {
+                    requests.push((key, cost));
+                }
+            }
+            sequence.shuffle(&mut requests);
+
+            let mut expected: HashMap<u64, u64> = HashMap::new();
+            for &(key, cost) in &requests {
+                if sequential.hit(key, now_ms, cost).is_allowed() {
+                    *expected.entry(key).or_default() += 1;
+                }
+            }
+
+            let share = requests.len().div_ceil(threads);
+            let admitted: HashMap<u64, u64> = thread::scope(|scope| {
+                let workers: Vec<_> = requests
+                    .chunks(share.max(1))
+                    .map(|dealt| {
+                        let limiter = &limiter;
+                        scope.spawn(move || {
+                            let mut admitted: HashMap<u64, u64> = HashMap::new();
+                            for &(key, cost) in dealt {
+                                if limiter.hit(key, now_ms, cost).is_allowed() {
+                                    *admitted.entry(key).or_default() += 1;
+                                }
+                            }
+                            admitted
+                        })
+                    })
+                    .collect();
+                let mut total: HashMap<u64, u64> = HashMap::new();
+                for worker in workers {
+                    for (key, count) in worker.join().expect("a worker finishes") {
+                        *total.entry(key).or_default() += count;
+                    }
+                }
+                total
+            });
+
+            assert_eq!(
+                admitted, expected,
+                "{threads} threads, round {round} at {now_ms}"
+            );
+            for key in 0..KEYS {
+                for cost in [1, tokens] {
+                    assert_eq!(
+                        limiter.peek(&key, now_ms, cost),
+                        sequential.peek(&key, now_ms, cost),
+                        "{threads} threads, round {round} at {now_ms}, key {key}"
+                    );
+                }
+            }
+            limiter.sweep(now_ms);
+            sequential.sweep(now_ms);
+            assert_eq!(limiter.len(), sequential.len(), "round {round} at {now_ms}");
+        }
+    }
+}
+
+#[test]
+fn floating_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    many_keys_admit_per_key_what_the_sequential_core_admits::<FloatingState>();
+}
+
+#[test]
+fn sliding_log_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    many_keys_admit_per_key_what_the_sequential_core_admits::<SlidingLogState>();
+}
+
+#[test]
+fn fixed_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    many_keys_admit_per_key_what_the_sequential_core_admits::<FixedState>();
+}
+
+#[test]
+fn token_bucket_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    many_keys_admit_per_key_what_the_sequential_core_admits::<TokenBucketState>();
+}
+
+/// From one thread, with one shard (so that idle buckets are dropped at the same moments),
+/// every call answers exactly as `KeyedLimiter`'s: hit, peek, record and reset, at times
+/// that go forward, stand still, jump windows and go back, and the two hold the same keys.
+fn follows_the_keyed_limiter_call_for_call<S: State + Default>() {
+    let shared_limit = limit("6/1000ms");
+    let limiter: ConcurrentKeyedLimiter<u64, S> =
+        ConcurrentKeyedLimiter::with_shards(shared_limit, shards(1));
+    let mut sequential: KeyedLimiter<u64, S> = KeyedLimiter::new(shared_limit);
+    let mut sequence = Sequence(0x0dd_ba11);
+    let mut now_ms: u64 = 0;
+    for call in 0..20_000 {
+        now_ms = match sequence.below(10) {
+            0 => now_ms.saturating_sub(sequence.below(3_000)),
+            1 => now_ms + sequence.below(2_500),
+            _ => now_ms + sequence.below(40),
+        };
+        let key = sequence.below(30);
+        let cost = sequence.below(8);
+        let context = format!("call {call}: key {key} at {now_ms}, cost {cost}");
+        match sequence.below(10) {
+            0 => assert_eq!(
+                limiter.peek(&key, now_ms, cost),
+                sequential.peek(&key, now_ms, cost),
+                "peek, {context}"
+            ),
+            1 => assert_eq!(
+                limiter.record(key, now_ms, cost),
+                sequential.record(key, now_ms, cost),
+                "record, {context}"
+            ),
+            2 if sequence.below(10) == 0 => {
+                limiter.reset(&key);
+                sequential.reset(&key);
+            }
+            _ => assert_eq!(
+                limiter.hit(key, now_ms, cost),
+                sequential.hit(key, now_ms, cost),
+                "hit, {context}"
+            ),
+        }
+        assert_eq!(limiter.len(), sequential.len(), "len after {context}");
+    }
+    assert_eq!(limiter.limit(), shared_limit);
+    assert_eq!(limiter.shards(), 1);
+}
+
+#[test]
+fn floating_follows_the_keyed_limiter_call_for_call() {
+    follows_the_keyed_limiter_call_for_call::<FloatingState>();
+}
+
+#[test]
+fn sliding_log_follows_the_keyed_limiter_call_for_call() {
+    follows_the_keyed_limiter_call_for_call::<SlidingLogState>();
+}
+
+#[test]
+fn fixed_follows_the_keyed_limiter_call_for_call() {
+    follows_the_keyed_limiter_call_for_call::<FixedState>();
+}
+
+#[test]
+fn token_bucket_follows_the_keyed_limiter_call_for_call() {
+    follows_the_keyed_limiter_call_for_call::<TokenBucketState>();
+}
+
+/// 4 threads bring 5,000 new keys in each of 40 windows of the floating window, each
+/// spending one token at times spread over the window. After every window, the limiter
+/// holds exactly the keys of that window and the one before (whose tokens still count as
+/// `previous`), never the 200,000 seen: a key idle for two whole windows was dropped while
+/// the threads were deciding.
+#[test]
+fn idle_keys_go_after_two_windows_under_concurrent_use() {
+    const WINDOWS: u64 = 40;
+    const PER_WINDOW: u64 = 5_000;
+    const THREADS: u64 = 4;
+    let window_ms = 8_000;
+    let limiter: ConcurrentKeyedLimiter<u64> = ConcurrentKeyedLimiter::new(limit("6/8s"));
+    for window in 0..WINDOWS {
+        thread::scope(|scope| {
+            for worker in 0..THREADS {
+                let limiter = &limiter;
+                scope.spawn(move || {
+                    for i in (worker..PER_WINDOW).step_by(THREADS as usize) {
+                        let key = window * PER_WINDOW + i;
+                        let now_ms = window * window_ms + i * window_ms / PER_WINDOW;
+                        assert!(limiter.hit(key, now_ms, 1).is_allowed());
+                    }
+                });
+            }
+        });
+        let active = PER_WINDOW * (window + 1).min(2);
+        assert_eq!(limiter.len() as u64, active, "after window {window}");
+    }
+    // Two whole windows later, one sweep leaves nothing.
+    limiter.sweep((WINDOWS + 1) * window_ms);
+    assert!(limiter.is_empty());
+}
+
+/// The same churn for every algorithm, with keys repeating: after every window, no more keys
+/// hold a bucket than made a request in that window or the one before.
+fn len_stays_within_the_keys_of_the_last_two_windows<S: State + Default + Send>() {
+    const WINDOWS: u64 = 30;
+    const PER_WINDOW: u64 = 2_000;
+    const THREADS: u64 = 4;
+    let window_ms = 100;
+    let limiter: ConcurrentKeyedLimiter<u64, S> = ConcurrentKeyedLimiter::new(limit("5/100ms"));
+    let mut keys_by_window: Vec<Vec<u64>> = Vec::new();
+    let mut sequence = Sequence(0x9e37_79b9_7f4a_7c15);
+    for window in 0..WINDOWS {
+        // Half the keys new, half drawn again from a small set.
+        let keys: Vec<u64> = (0..PER_WINDOW)
+            .map(|i| {
+                if i % 2 == 0 {
+                    sequence.below(100)
+                } else {
+                    1_000 + window * PER_WINDOW + i
+                }
+            })
+            .collect();
+        thread::scope(|scope| {
+            for worker in 0..THREADS {
+                let (limiter, keys) = (&limiter, &keys);
+                scope.spawn(move || {
+                    for i in (worker..PER_WINDOW).step_by(THREADS as usize) {
+                        let now_ms = window * window_ms + i * window_ms / PER_WINDOW;
+                        limiter.hit(keys[i as usize], now_ms, 1 + i % 2);
+                    }
+                });
+            }
+        });
+        keys_by_window.push(keys);
+        let mut active: Vec<u64> = keys_by_window
+            .iter()
+            .rev()
+            .take(2)
+            .flatten()
+            .copied()
+            .collect();
+        active.sort_unstable();
+        active.dedup();
+        assert!(
+            limiter.len() <= active.len(),
+            "after window {window}: {} buckets, {} keys active in the last two windows",
+            limiter.len(),
+            active.len()
+        );
+    }
+}
+
+#[test]
+fn floating_len_stays_within_the_keys_of_the_last_two_windows() {
+    len_stays_within_the_keys_of_the_last_two_windows::<FloatingState>();
+}
+
+#[test]
+fn sliding_log_len_stays_within_the_keys_of_the_last_two_windows() {
+    len_stays_within_the_keys_of_the_last_two_windows::<SlidingLogState>();
+}
+
+#[test]
+fn fixed_len_stays_within_the_keys_of_the_last_two_windows() {
+    len_stays_within_the_keys_of_the_last_two_windows::<FixedState>();
+}
+
+#[test]
+fn token_bucket_len_stays_within_the_keys_of_the_last_two_windows() {
+    len_stays_within_the_keys_of_the_last_two_windows::<TokenBucketState>();
+}
+
+/// One thread asks with a clock running backwards from `start_ms` to 0 while the others ask
+/// with clocks running forward from `start_ms` (or frozen at it): the late thread's requests
+/// are decided at the latest time the limiter has seen, so nothing extra goes in. All times
+/// fall within one window of a fresh key, where each window algorithm admits exactly N; the
+/// token bucket refills as time passes, so for it the forward clocks stand still. Every
+/// denial's retry, counted from the caller's own clock, lands after the time it was decided
+/// at.
+fn a_clock_going_backwards_admits_nothing_extra<S: State + Default + Send>(forward_step_ms: u64) {
+    const RUNS: u64 = 100;
+    let shared_limit = limit("20/1000ms");
+    let start_ms = 5_000;
+    for threads in [2, 4, 8] {
+        let limiter: ConcurrentKeyedLimiter<u64, S> = ConcurrentKeyedLimiter::new(shared_limit);
+        let barrier = Barrier::new(threads);
+        let spent: u64 = thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|worker| {
+                    let (limiter, barrier) = (&limiter, &barrier);
+                    scope.spawn(move || {
+                        let mut spent = 0;
+                        for run in 0..RUNS {
+                            // Each run a fresh key, a window further on.
+                            let base_ms = start_ms + run * 1_000;
+                            barrier.wait();
+                            for step in 0..50 {
+                                let now_ms = if worker == 0 {
+                                    base_ms.saturating_sub(step * 200)
+                                } else {
+                                    base_ms + step * forward_step_ms
+                                };
+                                let decision = limiter.hit(run, now_ms, 1);
+                                spent += decision.spent();
+                                if let Outcome::Denied { retry_after_ms } = decision.outcome {
+                                    assert!(now_ms + retry_after_ms > decision.at_ms);
+                                }
+                            }
+                        }
+                        spent
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|worker| worker.join().expect("a worker finishes"))
+                .sum()
+        });
+        assert_eq!(spent, RUNS * shared_limit.tokens(), "{threads} threads");
+    }
+}
+
+#[test]
+fn floating_a_clock_going_backwards_admits_nothing_extra() {
+    a_clock_going_backwards_admits_nothing_extra::<FloatingState>(19);
+}
+
+#[test]
+fn sliding_log_a_clock_going_backwards_admits_nothing_extra() {
+    a_clock_going_backwards_admits_nothing_extra::<SlidingLogState>(19);
+}
+
+#[test]
+fn fixed_a_clock_going_backwards_admits_nothing_extra() {
+    a_clock_going_backwards_admits_nothing_extra::<FixedState>(19);
+}
+
+#[test]
+fn token_bucket_a_clock_going_backwards_admits_nothing_extra() {
+    a_clock_going_backwards_admits_nothing_extra::<TokenBucketState>(0);
+}
+
+/// The shared clock as the keyed limiter has it: a request stamped before the latest time
+/// any key has seen is decided at that time, and its retry is told from its own `now`.
+#[test]
+fn shared_clock_going_backwards() {
+    let limiter: ConcurrentKeyedLimiter<&str> = ConcurrentKeyedLimiter::new(limit("2/1s"));
+    limiter.hit("a", 5_000, 1);
+    let decision = limiter.hit("b", 1_000, 1);
+    assert!(decision.is_allowed());
+    assert_eq!(decision.at_ms, 5_000);
+    assert!(limiter.hit("b", 1_000, 1).is_allowed());
+    // Decided at 5000 with current = 2: 2 × (1000 − e)/1000 + 1 ≤ 2 from e = 500 of the
+    // next window, at 6500: 5500 after the caller's 1000.
+    let denied = limiter.hit("b", 1_000, 1);
+    assert_eq!(
+        denied.outcome,
+        Outcome::Denied {
+            retry_after_ms: 5_500
+        }
+    );
+    assert_eq!(limiter.peek(&"b", 1_000, 1).outcome, denied.outcome);
+    assert!(limiter.hit("b", 6_500, 1).is_allowed());
+}
+
+#[test]
+fn peek_neither_stores_nor_moves_the_shared_clock() {
+    let limiter: ConcurrentKeyedLimiter<&str> = ConcurrentKeyedLimiter::new(limit("2/1s"));
+    assert!(limiter.peek(&"new", 100, 2).is_allowed());
+    assert!(limiter.is_empty());
+    limiter.hit("a", 0, 2);
+    assert!(limiter.peek(&"a", 5_000, 2).is_allowed());
+    // The clock is still at 0, so 500 is not in the past.
+    assert_eq!(limiter.hit("b", 500, 1).at_ms, 500);
+    assert!(!limiter.hit("a", 500, 1).is_allowed());
+    assert_eq!(limiter.len(), 2);
+}
+
+#[test]
+fn shards_are_a_power_of_two() {
+    for (asked, made) in [(1, 1), (2, 2), (3, 4), (8, 8), (9, 16)] {
+        let limiter: ConcurrentKeyedLimiter<u64> =
+            ConcurrentKeyedLimiter::with_shards(limit("2/1s"), shards(asked));
+        assert_eq!(limiter.shards(), made);
+    }
+    assert!(ConcurrentKeyedLimiter::<u64>::new(limit("2/1s")).shards() >= 4);
+}
