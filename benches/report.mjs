@@ -25,13 +25,13 @@ function criterionNs(group, bench, command) {
   return estimates.median.point_estimate;
 }
 
-/** The heap_per_key example's CSV, by number of keys. */
+/** The heap_per_key example's CSV, by number of keys (the concurrent limiter's columns last). */
 function bytesPerKey(command) {
   const [, ...rows] = read("bench/bytes-per-key.csv", command).trim().split("\n");
   return Object.fromEntries(
     rows.map((row) => {
-      const [keys, ours, governor] = row.split(",").map(Number);
-      return [keys, { ours, governor }];
+      const [keys, ours, governor, , concurrent] = row.split(",").map(Number);
+      return [keys, { ours, governor, concurrent }];
     }),
   );
 }
@@ -94,9 +94,23 @@ for (const keys of [10_000, 1_000_000]) {
   );
 }
 
+// Shared by threads: CPU time per decision summed over the threads, so contention counts.
+for (const threads of [1, 2]) {
+  const group = "threads_10000";
+  compare(
+    `concurrent keyed floating window vs governor \`check_key\` (DashMap), shared by ${threads} thread${threads === 1 ? "" : "s"}, 10,000 keys, CPU time per decision`,
+    criterionNs(group, `concurrent_${threads}`, KEYED),
+    criterionNs(group, `governor_${threads}`, KEYED),
+    "ns",
+    1.0,
+    KEYED,
+  );
+}
+
 const HEAP = "cargo run --release --example heap_per_key";
-for (const [keys, { ours, governor }] of Object.entries(bytesPerKey(HEAP))) {
+for (const [keys, { ours, governor, concurrent }] of Object.entries(bytesPerKey(HEAP))) {
   compare(`heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, ours, governor, "B", 1.0, HEAP);
+  compare(`concurrent keyed limiter's heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, concurrent, governor, "B", 1.0, HEAP);
 }
 
 const WASM = "node benches/wasm-hit.mjs";

@@ -1,6 +1,7 @@
 //! Heap bytes per key, counted by the allocator: our `KeyedLimiter` (floating window)
 //! against governor's keyed limiter with its default store (`DashMap`), filled with the same
-//! ESI-shaped keys (application, character).
+//! ESI-shaped keys (application, character); and our `ConcurrentKeyedLimiter`, the one
+//! threads share, beside them.
 //!
 //! `key_memory` estimates our table from its layout; this counts what was really allocated
 //! (the sizes asked of the allocator, not its own bookkeeping), for both. Prints CSV.
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
-use trickle::KeyedLimiter;
+use trickle::{ConcurrentKeyedLimiter, KeyedLimiter};
 
 /// The system allocator, counting the bytes live at any moment.
 struct Counting;
@@ -74,6 +75,18 @@ fn ours(keys: u64) -> f64 {
     })
 }
 
+fn concurrent(keys: u64) -> f64 {
+    let limit =
+        trickle::Limit::new(u64::from(TOKENS), WINDOW.as_millis() as u64).expect("a valid limit");
+    bytes_per_key(keys, || {
+        let limiter: ConcurrentKeyedLimiter<Key> = ConcurrentKeyedLimiter::new(limit);
+        for index in 0..keys {
+            limiter.hit(key(index), 0, 1);
+        }
+        limiter
+    })
+}
+
 fn governor(keys: u64) -> f64 {
     let quota = Quota::with_period(WINDOW / TOKENS)
         .expect("a non-zero period")
@@ -88,9 +101,15 @@ fn governor(keys: u64) -> f64 {
 }
 
 fn main() {
-    println!("keys,ours_bytes_per_key,governor_bytes_per_key,ratio");
+    // The concurrent limiter's columns come last, so that readers of the first four
+    // columns read them as before.
+    println!("keys,ours_bytes_per_key,governor_bytes_per_key,ratio,concurrent_bytes_per_key,concurrent_ratio");
     for keys in [10_000, 1_000_000] {
-        let (ours, governor) = (ours(keys), governor(keys));
-        println!("{keys},{ours:.1},{governor:.1},{:.2}", ours / governor);
+        let (ours, governor, concurrent) = (ours(keys), governor(keys), concurrent(keys));
+        println!(
+            "{keys},{ours:.1},{governor:.1},{:.2},{concurrent:.1},{:.2}",
+            ours / governor,
+            concurrent / governor
+        );
     }
 }

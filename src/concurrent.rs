@@ -6,10 +6,9 @@
 //! shared clock (the latest time any request brought) is one atomic, moved forward with
 //! `fetch_max`; idle buckets are dropped shard by shard, as the keyed limiter drops them.
 
-use core::hash::{BuildHasher, Hash};
+use core::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use core::num::NonZeroUsize;
 use core::sync::atomic::{AtomicU64, Ordering};
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -58,10 +57,8 @@ pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
     limit: Limit,
     /// A power-of-two number of shards, so that picking one is a shift of the hash.
     shards: Box<[PaddedShard<K, S>]>,
-    /// How far to shift a key's hash right to get its shard: 64 − log2(shards).
+    /// How far to shift a key's shard hash right to get its shard: 64 − log2(shards).
     shard_shift: u32,
-    /// Hashes keys to pick their shard; each shard's map hashes with a clone of it.
-    hasher: RandomState,
     /// The latest time seen by any `hit` or `record`: the server's clock, shared by all keys.
     latest_ms: AtomicU64,
 }
@@ -92,14 +89,13 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
 
     /// An empty limiter with `shards` shards, rounded up to a power of two. One shard is a
     /// single lock around a single map; more shards let more threads decide at once, for
-    /// one empty map (about 64 bytes) each.
+    /// one empty map on cache lines of its own (128 bytes) each.
     pub fn with_shards(limit: Limit, shards: NonZeroUsize) -> ConcurrentKeyedLimiter<K, S> {
         let count = shards.get().next_power_of_two();
-        let hasher = RandomState::new();
         let shards = (0..count)
             .map(|_| {
                 PaddedShard(Mutex::new(Shard {
-                    buckets: HashMap::with_hasher(hasher.clone()),
+                    buckets: HashMap::new(),
                     swept_window: 0,
                 }))
             })
@@ -107,10 +103,9 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
         ConcurrentKeyedLimiter {
             limit,
             shards,
-            // A shift by 64 would overflow: with one shard, every hash shifts to 0 by 63
-            // and the mask in `shard` below keeps it there.
+            // A shift by 64 would overflow: with one shard, every hash shifts to 0 or 1 by
+            // 63, and the mask in `lock_shard_of` keeps it at 0.
             shard_shift: 64 - count.trailing_zeros().max(1),
-            hasher,
             latest_ms: AtomicU64::new(0),
         }
     }
@@ -194,13 +189,10 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
         }
     }
 
-    /// The shard `key` lives in, locked: the shard index is taken from the hash's high bits
-    /// below the top seven, the bits the standard map uses least (it finds a slot with the
-    /// low bits and tags it with the top seven), so keys of one shard still spread evenly
-    /// over its table.
+    /// The shard `key` lives in, locked, picked by the top bits of its [`ShardHasher`] hash.
     fn lock_shard_of(&self, key: &K) -> MutexGuard<'_, Shard<K, S>> {
-        let hash = self.hasher.hash_one(key);
-        let index = ((hash << 7) >> self.shard_shift) as usize & (self.shards.len() - 1);
+        let hash = BuildHasherDefault::<ShardHasher>::default().hash_one(key);
+        let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
         lock(&self.shards[index])
     }
 
@@ -224,6 +216,54 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
             sweep(shard, &self.limit, at_ms);
         }
         at_ms
+    }
+}
+
+/// Picks a key's shard: the multiply-and-rotate hash of rustc's `FxHasher`, a few cycles
+/// where the maps' keyed SipHash takes tens, and well mixed in its top bits, which are the
+/// ones used. It is not keyed, so whoever chooses the keys could crowd them into one shard;
+/// that costs only waiting for one lock, since within a shard the map still hashes with
+/// std's randomly keyed `RandomState`, and a crowded table is no slower to search.
+#[derive(Default)]
+struct ShardHasher(u64);
+
+impl ShardHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for ShardHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.add(value.into());
+    }
+
+    fn write_u16(&mut self, value: u16) {
+        self.add(value.into());
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.add(value.into());
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.add(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.add(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
