@@ -21,11 +21,12 @@ use crate::state::State;
 ///
 /// Every call takes `&self`, so one limiter behind an `Arc` (or a `static`) serves every
 /// thread of a server. Each decision is the one [`KeyedLimiter`](crate::KeyedLimiter)
-/// would make had the calls come one after the other, in the order in which they moved the
-/// shared clock: a request is decided at `max(now, latest)`, where `latest` is the latest
-/// time any earlier `hit` or `record` brought, and a denial's `retry_after_ms` is told from
-/// the caller's own `now`. At one frozen time, T threads hitting a key with a limit of N
-/// admit exactly N tokens between them, never N + 1.
+/// would make had the calls come one after the other, in the order in which they read the
+/// shared clock (each reads it, and moves it, while holding its key's shard): a request is
+/// decided at `max(now, latest)`, where `latest` is the latest time any earlier `hit` or
+/// `record` brought, and a denial's `retry_after_ms` is told from the caller's own `now`.
+/// So at one frozen time, T threads hitting a key with a limit of N, each asking for cost c,
+/// spend exactly ⌊N / c⌋ × c tokens between them, what one thread alone would: never N + 1.
 ///
 /// Memory: a bucket holding nothing that still counts is dropped when its shard is next used
 /// in a later window, so, as with the keyed limiter, a key idle for two whole windows of the
