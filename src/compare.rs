@@ -44,7 +44,8 @@ use crate::tokens::write_decimal;
 /// same: having spent only what the log allowed (900 and 950), the floating window lets it in:
 ///
 /// ```
-/// use trickle::{Algorithm, Comparison, Disagreement};
+/// use trickle::compare::{Comparison, Disagreement};
+/// use trickle::Algorithm;
 ///
 /// let limit = "2/1s".parse().unwrap();
 /// let mut comparison = Comparison::new(limit, Algorithm::Floating, Algorithm::SlidingLog);

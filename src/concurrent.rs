@@ -12,8 +12,9 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::decision::{Decision, Outcome};
+use crate::decision::Decision;
 use crate::floating::FloatingState;
+use crate::keyed::from_callers_clock;
 use crate::limit::Limit;
 use crate::state::State;
 
@@ -285,13 +286,4 @@ fn sweep<K: Hash + Eq, S: State>(shard: &mut Shard<K, S>, limit: &Limit, at_ms: 
         shard.buckets.shrink_to_fit();
     }
     shard.swept_window = shard.swept_window.max(at_ms / limit.window_ms());
-}
-
-/// A decision made at the shared clock's `at_ms`, told in the caller's time: a retry is
-/// due `shift_ms` later from the caller's earlier `now`.
-fn from_callers_clock(mut decision: Decision, shift_ms: u64) -> Decision {
-    if let Outcome::Denied { retry_after_ms } = &mut decision.outcome {
-        *retry_after_ms = retry_after_ms.saturating_add(shift_ms);
-    }
-    decision
 }

@@ -146,7 +146,7 @@ impl<K: Hash + Eq, S: State + Default> KeyedLimiter<K, S> {
 
 /// A decision made at the shared clock's `at_ms`, told in the caller's time: a retry is
 /// due `shift_ms` later from the caller's earlier `now`.
-fn from_callers_clock(mut decision: Decision, shift_ms: u64) -> Decision {
+pub(crate) fn from_callers_clock(mut decision: Decision, shift_ms: u64) -> Decision {
     if let Outcome::Denied { retry_after_ms } = &mut decision.outcome {
         *retry_after_ms = retry_after_ms.saturating_add(shift_ms);
     }

@@ -51,7 +51,8 @@
 //! - One bucket: [`FloatingWindow`], [`SlidingLog`], [`FixedWindow`], [`TokenBucket`],
 //!   each with `hit`, `peek` (look without spending) and `record` (charge after the fact).
 //! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
-//! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`].
+//! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`]; shared
+//!   by a server's threads through `&self`: [`ConcurrentKeyedLimiter`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`compare`].
 //! - What a response costs by its status, written as text: [`CostTable`].
