@@ -31,7 +31,10 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    pub(crate) fn new(numerator: u128, denominator: NonZeroU64) -> Tokens {
+    /// `numerator / denominator` tokens: for a store outside this crate (such as the Redis
+    /// backend, `crates/trickle-redis`) that works out `used × W` itself and reports it in
+    /// the same [`crate::Decision`] the core gives.
+    pub fn new(numerator: u128, denominator: NonZeroU64) -> Tokens {
         Tokens {
             numerator,
             denominator,

@@ -1,0 +1,85 @@
+//! What can go wrong: a limit or key prefix Redis cannot hold exactly (found at
+//! construction), and a decision that could not be made (found at each hit).
+
+use std::fmt;
+
+use trickle::Limit;
+
+/// A limit or key prefix that the Redis backend refuses at construction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisLimitError {
+    /// `2 × N × W` is above 2^53: the script's sums would leave the integers a double holds
+    /// exactly.
+    TooLarge { limit: Limit },
+    /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
+    BadPrefix { prefix: String },
+}
+
+impl fmt::Display for RedisLimitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisLimitError::TooLarge { limit } => write!(
+                f,
+                "limit {limit} is too large for Redis: 2 × tokens × window_ms must be at most \
+                 2^53 = 9007199254740992 so that Lua's numbers stay exact, got 2 × {} × {} = {}; \
+                 lower the tokens or the window",
+                limit.tokens(),
+                limit.window_ms(),
+                2 * u128::from(limit.tokens()) * u128::from(limit.window_ms()),
+            ),
+            RedisLimitError::BadPrefix { prefix } => write!(
+                f,
+                "key prefix {prefix:?} cannot be a Redis Cluster hash tag: it must be \
+                 non-empty and hold no '{{' or '}}'"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RedisLimitError {}
+
+/// A decision that could not be made. Nothing was spent, as far as this client knows; the
+/// caller chooses whether to let the request through (fail open) or refuse it (fail closed).
+#[derive(Debug)]
+pub enum RedisError {
+    /// Redis could not be reached, refused the script, or failed while running it.
+    Redis(redis::RedisError),
+    /// The time is beyond 2^53 ms, where Lua's numbers stop being exact.
+    TimeTooLarge { now_ms: u64 },
+    /// The script answered something other than its seven integers: another program
+    /// writes to the same key, or the script and this crate disagree.
+    BadReply { reply: String },
+}
+
+impl fmt::Display for RedisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisError::Redis(err) => write!(f, "Redis failed to decide: {err}"),
+            RedisError::TimeTooLarge { now_ms } => write!(
+                f,
+                "time {now_ms} ms is beyond 2^53 = 9007199254740992 ms, the largest time the \
+                 Redis script holds exactly"
+            ),
+            RedisError::BadReply { reply } => write!(
+                f,
+                "the floating window script answered {reply}, not seven integers: is another \
+                 program writing to the same key?"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RedisError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RedisError::Redis(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<redis::RedisError> for RedisError {
+    fn from(err: redis::RedisError) -> RedisError {
+        RedisError::Redis(err)
+    }
+}

@@ -1,0 +1,109 @@
+//! A private redis-server for one test: on a Unix socket in its own temporary folder, with
+//! nothing saved to disk, stopped by its own pid when the test is done.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    child: Child,
+    dir: PathBuf,
+    socket: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts a redis-server; panics with what to do when it is not installed.
+    pub fn start() -> RedisServer {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "trickle-redis-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the server's temporary folder");
+        let socket = dir.join("redis.sock");
+        let child = Command::new("redis-server")
+            .args(["--port", "0", "--unixsocket"])
+            .arg(&socket)
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| {
+                panic!(
+                    "cannot start redis-server ({err}): these tests need a real Redis; \
+                     `scripts/setup.sh test` installs it (Debian's redis-server)"
+                )
+            });
+        let mut server = RedisServer { child, dir, socket };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut conn) = server.try_connect() {
+                if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
+                    return server;
+                }
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("redis-server exited at start with {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(redis::ConnectionAddr::Unix(self.socket.clone()))?.get_connection()
+    }
+
+    pub fn connect(&self) -> redis::Connection {
+        self.try_connect()
+            .expect("connect to the test's redis-server")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// CRC16/XMODEM (polynomial 0x1021, initial 0), the checksum Redis Cluster takes mod 16384.
+pub fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in bytes {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The Cluster slot of a key: of its hash tag (between the first `{` and the first `}`
+/// after it) when that is non-empty, else of the whole key.
+pub fn slot(key: &str) -> u16 {
+    let hashed = key
+        .find('{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.find('}').map(|close| &rest[..close])
+        })
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(key);
+    crc16(hashed.as_bytes()) % 16384
+}
