@@ -100,8 +100,9 @@ lint:
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
 
-# Unit, integration, CLI and doc tests, natively.
-unit:
+# Unit, integration, CLI, Redis (a private redis-server each test starts) and doc tests,
+# natively.
+unit: setup-test
 	$(CARGO) test --locked
 
 # The API docs build without a broken link or a warning.

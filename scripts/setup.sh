@@ -7,8 +7,8 @@
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
-#                             (VitePress, Docusaurus), Debian's Chromium and ChromeDriver,
-#                             and mdBook
+#                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver and
+#                             redis-server, and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -63,12 +63,21 @@ if [ "${1:-}" = test ]; then
     npm_install tests/recipes/docusaurus
 fi
 
-if [ "${1:-}" = test ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
-    say "installing Debian's chromium and chromium-driver"
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+# Debian's packages the tests need: Chromium and its driver for the browser suites, and
+# redis-server, which crates/trickle-redis's tests start privately (a Unix socket in a temp
+# folder, stopped by its pid; they fail, never skip, without it).
+if [ "${1:-}" = test ]; then
+    missing=""
+    { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="chromium chromium-driver"
+    command -v redis-server >/dev/null || missing="$missing redis-server"
+    if [ -n "$missing" ]; then
+        say "installing Debian's $missing"
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        # shellcheck disable=SC2086 # one word per package
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
+    fi
 fi
 
 # mdBook builds the book that the end-to-end suite embeds the widget in (docs/book/). Without
