@@ -38,8 +38,11 @@ impl fmt::Display for RedisLimitError {
 
 impl std::error::Error for RedisLimitError {}
 
-/// A decision that could not be made. Nothing was spent, as far as this client knows; the
-/// caller chooses whether to let the request through (fail open) or refuse it (fail closed).
+/// A decision that could not be made; the caller chooses whether to let the request through
+/// (fail open: the limit is not enforced while Redis is away) or refuse it (fail closed: no
+/// request gets through while Redis is away). Nothing was spent unless the script reached
+/// the server: after a timeout the server may still decide, and spend, once it runs again,
+/// so a timeout says "unknown", not "denied".
 #[derive(Debug)]
 pub enum RedisError {
     /// Redis could not be reached, refused the script, or failed while running it.

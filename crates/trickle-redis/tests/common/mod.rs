@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -26,11 +26,18 @@ impl RedisServer {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the server's temporary folder");
         let socket = dir.join("redis.sock");
-        let child = Command::new("redis-server")
+        let child = Self::spawn(&dir, &socket);
+        let mut server = RedisServer { child, dir, socket };
+        server.wait_until_ready();
+        server
+    }
+
+    fn spawn(dir: &Path, socket: &Path) -> Child {
+        Command::new("redis-server")
             .args(["--port", "0", "--unixsocket"])
-            .arg(&socket)
+            .arg(socket)
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir)
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -40,16 +47,18 @@ impl RedisServer {
                     "cannot start redis-server ({err}): these tests need a real Redis; \
                      `scripts/setup.sh test` installs it (Debian's redis-server)"
                 )
-            });
-        let mut server = RedisServer { child, dir, socket };
+            })
+    }
+
+    fn wait_until_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(mut conn) = server.try_connect() {
+            if let Ok(mut conn) = self.try_connect() {
                 if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
-                    return server;
+                    return;
                 }
             }
-            if let Ok(Some(status)) = server.child.try_wait() {
+            if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("redis-server exited at start with {status}");
             }
             assert!(
@@ -60,8 +69,42 @@ impl RedisServer {
         }
     }
 
+    /// Stops the server's process (SIGSTOP) without closing its socket: it reads nothing and
+    /// answers nothing until `resume`, as a server stuck on a long command or a full disk.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} redis-server");
+    }
+
+    /// Kills the server and starts a new one on the same socket, with none of the old data
+    /// (nothing is saved to disk): a restart, as clients see it.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.socket);
+        let fresh = Self::spawn(&self.dir, &self.socket);
+        self.child = fresh;
+        self.wait_until_ready();
+    }
+
     fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(redis::ConnectionAddr::Unix(self.socket.clone()))?.get_connection()
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
     }
 
     pub fn connect(&self) -> redis::Connection {
