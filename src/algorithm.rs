@@ -47,6 +47,27 @@ impl Algorithm {
         }
     }
 
+    /// How the algorithm counts `used`, in a sentence for a help text or a table; TOKENS
+    /// and WINDOW stand for the limit's N and W.
+    pub fn summary(&self) -> &'static str {
+        match self {
+            Algorithm::Floating => {
+                "ESI's floating window (Cloudflare's and Upstash's sliding window): fixed \
+                 windows aligned to multiples of WINDOW from time 0, and used = previous \
+                 window x its share still inside the last WINDOW ms + current window."
+            }
+            Algorithm::SlidingLog => {
+                "the exact sliding window: tokens count for WINDOW ms after they are spent, \
+                 then come back all at once."
+            }
+            Algorithm::Fixed => "one counter per fixed window, emptied at each multiple of WINDOW.",
+            Algorithm::TokenBucket => {
+                "a bucket of TOKENS, full at the start, refilled continuously at TOKENS per \
+                 WINDOW."
+            }
+        }
+    }
+
     /// Every name, in the order of [`Algorithm::ALL`] (the default first), joined by
     /// `separator`.
     ///

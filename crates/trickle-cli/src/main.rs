@@ -24,7 +24,7 @@ use cli::replay::{replay, ReplayError};
 
 fn main() -> ExitCode {
     match cli::args::parse(lexopt::Parser::from_env()) {
-        Ok(Command::Help) => print(cli::help::HELP),
+        Ok(Command::Help) => print(&cli::help::help()),
         Ok(Command::Version) => print(&format!(
             "{} {}\n",
             env!("CARGO_BIN_NAME"),

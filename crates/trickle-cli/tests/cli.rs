@@ -867,6 +867,31 @@ fn the_help_compare_example_is_what_the_binary_prints() {
     }
 }
 
+/// The help names every algorithm of the core, the default marked, each with its summary
+/// (wrapped, so compared with the whitespace squeezed), the section no wider than 90.
+#[test]
+fn the_help_lists_the_cores_algorithms() {
+    let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let raw = trickle(&["--help"], "").stdout;
+    let help = squeeze(&raw);
+    assert!(help
+        .contains("--algorithm NAME floating (the default), sliding-log, fixed or token-bucket."));
+    for algorithm in trickle::Algorithm::ALL {
+        let entry = format!("{} {}", algorithm.name(), algorithm.summary());
+        assert!(help.contains(&squeeze(&entry)), "help lacks {entry:?}");
+    }
+    let section = &raw[raw.find("\nAlgorithms (").unwrap()..raw.find("\nExample:").unwrap()];
+    let widest = section
+        .lines()
+        .map(|line| line.chars().count())
+        .max()
+        .unwrap();
+    assert!(
+        widest <= 90,
+        "an Algorithms line is {widest} characters wide"
+    );
+}
+
 #[test]
 fn version() {
     let run = trickle(&["--version"], "");

@@ -1,7 +1,9 @@
 //! The text of `trickle --help`: the whole manual, since there is one command.
 
-/// Printed for `--help` / `-h`, at the top level and after `replay`.
-pub const HELP: &str = "\
+use trickle::Algorithm;
+
+/// The manual, with the algorithms filled in from the core's one list: see [`help`].
+const HELP: &str = "\
 trickle: would my application have hit this rate limit?
 
 Replays a log of requests against a limit, as if a rate limiter had stood in front of
@@ -15,7 +17,7 @@ Options:
   --limit TOKENS/WINDOW  The limit: TOKENS per WINDOW, the window a whole number with a
                          unit ms, s, m or h, as ESI writes it: 6/8s, 150/15m, 7/1500ms.
                          Required. --limit=6/8s works too.
-  --algorithm NAME       floating (the default), sliding-log, fixed or token-bucket.
+  --algorithm NAME       {ALGORITHM_NAMES}.
   --compare NAME         Also decide every request with a second algorithm, the
                          reference (usually sliding-log, the exact one), and count where
                          the two disagree. See Comparing, below.
@@ -86,16 +88,7 @@ Comparing (--compare NAME):
   900, 950 and 1500 all lie within [900, 1900): 3 tokens in 1000 ms where N is 2.
 
 Algorithms (every one allows a request of cost c iff used + c <= TOKENS):
-  floating      ESI's floating window (Cloudflare's and Upstash's sliding window):
-                fixed windows aligned to multiples of WINDOW from t_ms 0, and
-                used = previous window x its share still inside the last WINDOW ms
-                       + current window.
-  sliding-log   the exact sliding window: tokens count for WINDOW ms after they are
-                spent, then come back all at once.
-  fixed         one counter per fixed window, emptied at each multiple of WINDOW.
-  token-bucket  a bucket of TOKENS, full at the start, refilled continuously at
-                TOKENS per WINDOW.
-
+{ALGORITHMS}
 Example:
   $ printf 't_ms,status\\n0,200\\n1000,200\\n2000,404\\n2500,429\\n13000,200\\n' > log.csv
   $ trickle replay --limit 6/8s log.csv
@@ -117,3 +110,53 @@ Exit codes:
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
      unknown --algorithm or --compare
 ";
+
+/// How wide the help's lines may be.
+const WIDTH: usize = 90;
+/// Where an algorithm's summary starts, after its name.
+const SUMMARY_COLUMN: usize = 16;
+
+/// Printed for `--help` / `-h`, at the top level and after `replay`. The algorithms' names
+/// and summaries come from [`Algorithm::ALL`], so that a new algorithm appears here by
+/// itself.
+pub fn help() -> String {
+    HELP.replace("{ALGORITHM_NAMES}", &algorithm_names())
+        .replace("{ALGORITHMS}", &algorithm_summaries())
+}
+
+/// "floating (the default), sliding-log, fixed or token-bucket".
+fn algorithm_names() -> String {
+    let count = Algorithm::ALL.len();
+    let mut names = String::new();
+    for (i, algorithm) in Algorithm::ALL.iter().enumerate() {
+        if i > 0 {
+            names.push_str(if i + 1 == count { " or " } else { ", " });
+        }
+        names.push_str(algorithm.name());
+        if *algorithm == Algorithm::default() {
+            names.push_str(" (the default)");
+        }
+    }
+    names
+}
+
+/// One entry per algorithm: its name, then its summary wrapped under itself.
+fn algorithm_summaries() -> String {
+    let mut text = String::new();
+    for algorithm in Algorithm::ALL {
+        let mut line = format!("  {:<width$}", algorithm.name(), width = SUMMARY_COLUMN - 2);
+        for word in algorithm.summary().split_whitespace() {
+            if line.len() > SUMMARY_COLUMN && line.len() + 1 + word.len() > WIDTH {
+                text.push_str(line.trim_end());
+                text.push('\n');
+                line = " ".repeat(SUMMARY_COLUMN);
+            } else if line.len() > SUMMARY_COLUMN {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
