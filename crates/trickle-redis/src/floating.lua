@@ -2,7 +2,8 @@
 --
 -- KEYS[1]  the bucket's hash: previous, current, counted (the time the counters were
 --          last rolled to), seen (the latest time any request brought).
--- ARGV     tokens N, window W (ms), now (ms), cost (at most N + 1), ttl (ms).
+-- ARGV     tokens N, window W (ms), now (ms), cost (at most N + 1), ttl (ms), and "peek"
+--          to decide without spending or writing anything (the core's peek).
 --
 -- Lua numbers are doubles, exact for integers up to 2^53. The caller checked that
 -- 2 × N × W ≤ 2^53 and now ≤ 2^53, so every sum and product below is an exact integer;
@@ -23,6 +24,7 @@ local window = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local cost = tonumber(ARGV[4])
 local ttl = ARGV[5]
+local peek = ARGV[6] == 'peek'
 
 local stored = redis.call('HMGET', KEYS[1], 'previous', 'current', 'counted', 'seen')
 local previous = tonumber(stored[1]) or 0
@@ -88,7 +90,9 @@ else
     end
 end
 
-if outcome == 0 and cost > 0 then
+if peek then
+    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
+elseif outcome == 0 and cost > 0 then
     current = current + cost
     used = used + cost * window
     redis.call('HSET', KEYS[1], 'previous', int(previous), 'current', int(current),

@@ -90,6 +90,31 @@ impl RedisFloatingWindow {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, RedisError> {
+        self.decide(conn, key, now_ms, cost, "hit")
+    }
+
+    /// What [`hit`](RedisFloatingWindow::hit) would answer, spending and writing nothing:
+    /// the same [`Decision`] as [`trickle::FloatingWindow::peek`]. `peek(…, 0)` shows what
+    /// is in use.
+    pub fn peek(
+        &self,
+        conn: &mut dyn ConnectionLike,
+        key: &str,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, RedisError> {
+        self.decide(conn, key, now_ms, cost, "peek")
+    }
+
+    /// Runs the script for `hit` or `peek` and reads its answer into the core's `Decision`.
+    fn decide(
+        &self,
+        conn: &mut dyn ConnectionLike,
+        key: &str,
+        now_ms: u64,
+        cost: u64,
+        mode: &str,
+    ) -> Result<Decision, RedisError> {
         if now_ms > MAX_TIME_MS {
             return Err(RedisError::TimeTooLarge { now_ms });
         }
@@ -106,6 +131,7 @@ impl RedisFloatingWindow {
             .arg(now_ms)
             .arg(script_cost)
             .arg(ttl_ms)
+            .arg(mode)
             .invoke(conn)?;
         let [outcome, used, previous, current, elapsed_ms, at_ms, wait_ms] = integers(&reply)?;
 

@@ -1,5 +1,6 @@
 //! Parity: the same random traces through the core's FloatingWindow and through Redis give
-//! the same decision, field for field (outcome, retry, used × W, counters, time decided at).
+//! the same decision, field for field (outcome, retry, used × W, counters, time decided at),
+//! for a peek before every hit and for the hit.
 //!
 //! Traces land on window edges (k·W − 1, k·W, k·W + 1), skip many windows, step the clock
 //! backwards, ask costs from 0 to N + 1 (and u64::MAX), and use limits up to the 2^53 bound.
@@ -7,10 +8,12 @@
 mod common;
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use common::RedisServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use redis::Commands;
 use trickle::{FloatingWindow, Limit};
 use trickle_redis::{RedisFloatingWindow, MAX_SCALED, MAX_TIME_MS};
 
@@ -124,6 +127,16 @@ fn redis_decides_every_request_exactly_as_the_core() {
             if i > 0 {
                 now = next_ms(now, step, trace.limit.window_ms());
             }
+            // A peek first, every time: it must answer as the core's peek and change
+            // nothing the hit after it sees.
+            let stored = |conn: &mut redis::Connection| -> HashMap<String, String> {
+                conn.hgetall(redis.redis_key(&key)).expect("HGETALL")
+            };
+            let before = stored(conn);
+            let got = redis.peek(conn, &key, now, cost).expect("redis peek");
+            let want = core.peek(now, cost);
+            prop_assert_eq!(got, want, "peek {} at {} ms, cost {}", i, now, cost);
+            prop_assert_eq!(stored(conn), before, "peek {} wrote to the bucket", i);
             let got = redis.hit(conn, &key, now, cost).expect("redis hit");
             let want = core.hit(now, cost);
             prop_assert_eq!(got, want, "request {} at {} ms, cost {}", i, now, cost);
