@@ -35,14 +35,7 @@ type Row = (
     (u128, u128, u64),
 );
 
-const DOC_HITS: &[(u64, u64)] = &[
-    (0, 1),
-    (1_000, 1),
-    (2_000, 1),
-    (3_000, 1),
-    (9_000, 1),
-    (10_000, 1),
-];
+/// The README's worked example: six hits, then the one at 11 s that fills the bucket.
 const DOC_HITS_FULL: &[(u64, u64)] = &[
     (0, 1),
     (1_000, 1),
@@ -52,6 +45,8 @@ const DOC_HITS_FULL: &[(u64, u64)] = &[
     (10_000, 1),
     (11_000, 1),
 ];
+/// The same without the hit at 11 s.
+const DOC_HITS: &[(u64, u64)] = DOC_HITS_FULL.split_at(6).0;
 
 #[rustfmt::skip]
 const ROWS: &[Row] = &[
