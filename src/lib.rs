@@ -53,6 +53,7 @@
 //! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
 //! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`]; shared
 //!   by a server's threads through `&self`: [`ConcurrentKeyedLimiter`].
+//! - The same code over any of those, or over buckets in Redis (`trickle_redis`): [`Store`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`compare`].
 //! - What a response costs by its status, written as text: [`CostTable`].
@@ -83,6 +84,7 @@ mod keyed;
 mod limit;
 mod sliding_log;
 mod state;
+mod store;
 mod text;
 mod token_bucket;
 mod tokens;
@@ -101,6 +103,7 @@ pub use keyed::{GroupedLimiter, KeyedLimiter};
 pub use limit::Limit;
 pub use sliding_log::SlidingLogState;
 pub use state::State;
+pub use store::{Op, Store};
 pub use token_bucket::TokenBucketState;
 pub use tokens::Tokens;
 

@@ -1,0 +1,131 @@
+//! Where the buckets live: one rule, decided wherever the state is.
+//!
+//! A [`Store`] holds one bucket per key under one limit and applies an [`Op`] to a key's
+//! bucket as one indivisible step: read the state, decide with the algorithm's rule, write
+//! the state back. Three stores implement it:
+//!
+//! - [`KeyedLimiter`](crate::KeyedLimiter): a `HashMap` owned by one thread (`&mut self`);
+//! - [`ConcurrentKeyedLimiter`](crate::ConcurrentKeyedLimiter), through `&` so any number of
+//!   threads share it;
+//! - `trickle_redis`'s store, whose state is in Redis and whose step is a Lua script, for
+//!   buckets shared by many machines.
+//!
+//! Code written against `Store` (a log replay, a server's middleware) runs unchanged on each,
+//! and gets the same decisions: the Redis tests replay random traces through the core and
+//! through Redis and compare every field.
+//!
+//! governor's `StateStore::measure_and_replace` hands the store a closure that computes the
+//! new state, and the store makes the read-compute-write atomic. The step here is a whole
+//! decision instead, because Redis cannot run a Rust closure: with a closure, Redis would
+//! need `WATCH`, a read, a `MULTI`/`EXEC` and retries under contention, two round trips or
+//! more, where a script decides in one.
+//!
+//! ```
+//! use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Op, Store};
+//!
+//! /// Replays `(time, cost)` requests for one key and counts the ones let in.
+//! fn admitted<S: Store<&'static str>>(store: &mut S, requests: &[(u64, u64)]) -> Result<usize, S::Error> {
+//!     let mut allowed = 0;
+//!     for &(now_ms, cost) in requests {
+//!         if store.decide(&"alice", Op::Hit, now_ms, cost)?.is_allowed() {
+//!             allowed += 1;
+//!         }
+//!     }
+//!     Ok(allowed)
+//! }
+//!
+//! let requests = [(0, 2), (1_000, 2), (2_000, 2), (3_000, 2)];
+//! let mut in_process: KeyedLimiter<&str> = KeyedLimiter::new("6/8s".parse().unwrap());
+//! assert_eq!(admitted(&mut in_process, &requests), Ok(3));
+//!
+//! let shared: ConcurrentKeyedLimiter<&str> = ConcurrentKeyedLimiter::new("6/8s".parse().unwrap());
+//! assert_eq!(admitted(&mut &shared, &requests), Ok(3));
+//! ```
+
+#[cfg(feature = "std")]
+use core::convert::Infallible;
+#[cfg(feature = "std")]
+use core::hash::Hash;
+
+use crate::decision::Decision;
+use crate::limit::Limit;
+#[cfg(feature = "std")]
+use crate::state::State;
+
+/// What a request asks of its bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Decide, and spend the cost if it fits ([`State::hit`](crate::State::hit)).
+    Hit,
+    /// Decide without spending or changing anything ([`State::peek`](crate::State::peek)).
+    Peek,
+    /// Charge the cost after the fact, whether it fits or not
+    /// ([`State::record`](crate::State::record)): for costs known from the response.
+    Record,
+}
+
+/// One bucket per key under one limit, wherever the buckets are kept.
+///
+/// `decide` is one indivisible step on `key`'s bucket: no other decision for that key
+/// happens between its read and its write.
+pub trait Store<K: ?Sized> {
+    /// Why a decision could not be made. [`Infallible`] for the in-process stores; for a
+    /// store across the network, the caller chooses to let the request through (fail open)
+    /// or refuse it (fail closed).
+    type Error;
+
+    /// The limit every key is held to.
+    fn limit(&self) -> Limit;
+
+    /// Applies `op` with `cost` tokens to `key`'s bucket at `now_ms`.
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Self::Error>;
+}
+
+#[cfg(feature = "std")]
+impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for crate::KeyedLimiter<K, S> {
+    type Error = Infallible;
+
+    fn limit(&self) -> Limit {
+        crate::KeyedLimiter::limit(self)
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
+        Ok(match op {
+            Op::Hit => self.hit(key.clone(), now_ms, cost),
+            Op::Peek => self.peek(key, now_ms, cost),
+            Op::Record => self.record(key.clone(), now_ms, cost),
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for &crate::ConcurrentKeyedLimiter<K, S> {
+    type Error = Infallible;
+
+    fn limit(&self) -> Limit {
+        crate::ConcurrentKeyedLimiter::limit(self)
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
+        Ok(match op {
+            Op::Hit => self.hit(key.clone(), now_ms, cost),
+            Op::Peek => self.peek(key, now_ms, cost),
+            Op::Record => self.record(key.clone(), now_ms, cost),
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl<K: Hash + Eq + Clone, S: State + Default> Store<K>
+    for std::sync::Arc<crate::ConcurrentKeyedLimiter<K, S>>
+{
+    type Error = Infallible;
+
+    fn limit(&self) -> Limit {
+        crate::ConcurrentKeyedLimiter::limit(self)
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
+        (&**self).decide(key, op, now_ms, cost)
+    }
+}
