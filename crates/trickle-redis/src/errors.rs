@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use trickle::Limit;
+use trickle::{Algorithm, Limit};
 
 /// A limit or key prefix that the Redis backend refuses at construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +13,8 @@ pub enum RedisLimitError {
     TooLarge { limit: Limit },
     /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
     BadPrefix { prefix: String },
+    /// The algorithm has no Redis script.
+    Unsupported { algorithm: Algorithm },
 }
 
 impl fmt::Display for RedisLimitError {
@@ -32,6 +34,10 @@ impl fmt::Display for RedisLimitError {
                 "key prefix {prefix:?} cannot be a Redis Cluster hash tag: it must be \
                  non-empty and hold no '{{' or '}}'"
             ),
+            RedisLimitError::Unsupported { algorithm } => write!(
+                f,
+                "the {algorithm} algorithm has no Redis script yet; the Redis backend runs: floating"
+            ),
         }
     }
 }
@@ -49,7 +55,10 @@ pub enum RedisError {
     Redis(redis::RedisError),
     /// The time is beyond 2^53 ms, where Lua's numbers stop being exact.
     TimeTooLarge { now_ms: u64 },
-    /// The script answered something other than its seven integers: another program
+    /// A `record` whose cost would take the bucket's counts past 2^53 (scaled by the
+    /// window), where Lua's numbers stop being exact; nothing was charged.
+    RecordOutOfRange { cost: u64 },
+    /// The script answered something other than its nine integers: another program
     /// writes to the same key, or the script and this crate disagree.
     BadReply { reply: String },
 }
@@ -63,9 +72,14 @@ impl fmt::Display for RedisError {
                 "time {now_ms} ms is beyond 2^53 = 9007199254740992 ms, the largest time the \
                  Redis script holds exactly"
             ),
+            RedisError::RecordOutOfRange { cost } => write!(
+                f,
+                "recording {cost} tokens would take the bucket past 2^53 tokens × ms, the \
+                 largest count the Redis script holds exactly; nothing was charged"
+            ),
             RedisError::BadReply { reply } => write!(
                 f,
-                "the floating window script answered {reply}, not seven integers: is another \
+                "the limiter's script answered {reply}, not nine integers: is another \
                  program writing to the same key?"
             ),
         }

@@ -1,46 +1,18 @@
--- The floating window's hit, decided as trickle's core decides it (src/floating.rs).
+-- The floating window, decided as trickle's core decides it (src/floating.rs).
 --
--- KEYS[1]  the bucket's hash: previous, current, counted (the time the counters were
---          last rolled to), seen (the latest time any request brought).
--- ARGV     tokens N, window W (ms), now (ms), cost (at most N + 1), ttl (ms), and "peek"
---          to decide without spending or writing anything (the core's peek).
+-- The hash holds previous, current, counted (the time the counters were last rolled to)
+-- and seen (the latest time any request brought).
 --
--- Lua numbers are doubles, exact for integers up to 2^53. The caller checked that
--- 2 × N × W ≤ 2^53 and now ≤ 2^53, so every sum and product below is an exact integer;
--- divisions go through math.fmod, which is exact, and never through a/b rounded.
--- Numbers are written with string.format('%d') and returned as integers, never through
--- tostring, which keeps only 14 digits.
---
--- A request that spends nothing (denied, too large, or cost 0) leaves the counters alone
--- and writes at most `seen`, and only when its time is later than any seen before: the
--- core reads a clock that went backwards as the latest time seen, so that time is part
--- of every later decision.
---
--- Returns {outcome, used × W, previous, current, elapsed, at, wait}, outcome 0 allowed,
--- 1 denied (then wait is the core's wait_ms), 2 exceeds the limit.
-
-local tokens = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
-local ttl = ARGV[5]
-local peek = ARGV[6] == 'peek'
+-- A request that spends nothing (denied, too large, cost 0, or a peek) leaves the
+-- counters alone and writes at most `seen`, and only when its time is later than any seen
+-- before: the core reads a clock that went backwards as the latest time seen, so that
+-- time is part of every later decision.
 
 local stored = redis.call('HMGET', KEYS[1], 'previous', 'current', 'counted', 'seen')
 local previous = tonumber(stored[1]) or 0
 local current = tonumber(stored[2]) or 0
 local counted = tonumber(stored[3]) or 0
 local seen = tonumber(stored[4]) or 0
-
--- floor(a / b) for integers 0 ≤ a, 0 < b, both exact: a − fmod(a, b) is a multiple of b,
--- so the division has an exact result and IEEE division returns it.
-local function floor_div(a, b)
-    return (a - math.fmod(a, b)) / b
-end
-
-local function int(n)
-    return string.format('%d', n)
-end
 
 -- The effective time: a clock that went backwards reads as the latest time seen.
 local at = now
@@ -59,8 +31,26 @@ if counted < start then
     end
 end
 
--- used × W = previous × (W − e) + current × W, at most 2 × N × W.
+-- used × W = previous × (W − e) + current × W: at most 2 × N × W after hits alone, and
+-- at most (previous + current) × W ≤ 2^53 after records.
 local used = previous * (window - elapsed) + current * window
+
+local function save()
+    redis.call('HSET', KEYS[1], 'previous', int(previous), 'current', int(current),
+        'counted', int(at), 'seen', int(at))
+    redis.call('PEXPIRE', KEYS[1], ttl)
+end
+
+if op == 'record' then
+    -- Charged whatever it is, as long as (previous + current) × W stays exact.
+    if cost > floor_div(EXACT, window) - previous - current then
+        return {3, used, at, 0, now, 1, previous, current, elapsed}
+    end
+    current = current + cost
+    used = used + cost * window
+    save()
+    return {0, used, at, 0, now, 1, previous, current, elapsed}
+end
 
 local outcome, wait = 0, 0
 if cost == 0 then
@@ -90,17 +80,15 @@ else
     end
 end
 
-if peek then
+if op == 'peek' then
     -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
 elseif outcome == 0 and cost > 0 then
     current = current + cost
     used = used + cost * window
-    redis.call('HSET', KEYS[1], 'previous', int(previous), 'current', int(current),
-        'counted', int(at), 'seen', int(at))
-    redis.call('PEXPIRE', KEYS[1], ttl)
+    save()
 elseif at > seen then
     redis.call('HSET', KEYS[1], 'seen', int(at))
     redis.call('PEXPIRE', KEYS[1], ttl)
 end
 
-return {outcome, used, previous, current, elapsed, at, wait}
+return {outcome, used, at, wait, now, 1, previous, current, elapsed}

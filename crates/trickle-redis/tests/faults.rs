@@ -7,11 +7,16 @@ mod common;
 use std::time::Duration;
 
 use common::RedisServer;
-use trickle::{Limit, Outcome};
-use trickle_redis::{RedisError, RedisFloatingWindow};
+use trickle::{Algorithm, Limit, Outcome};
+use trickle_redis::{RedisError, RedisLimiter};
 
-fn bucket() -> RedisFloatingWindow {
-    RedisFloatingWindow::new("6/8s".parse::<Limit>().unwrap(), "faults").unwrap()
+fn bucket() -> RedisLimiter {
+    RedisLimiter::new(
+        Algorithm::Floating,
+        "6/8s".parse::<Limit>().unwrap(),
+        "faults",
+    )
+    .unwrap()
 }
 
 fn is_redis_error(result: &Result<trickle::Decision, RedisError>) -> bool {

@@ -8,8 +8,8 @@ mod common;
 use common::{slot, RedisServer};
 use redis::Commands;
 use std::collections::HashMap;
-use trickle::{FloatingWindow, Limit, Outcome};
-use trickle_redis::{RedisFloatingWindow, RedisLimitError, EXPIRY_GRACE_MS};
+use trickle::{Algorithm, FloatingWindow, Limit, Outcome};
+use trickle_redis::{RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
 const ALLOWED: Outcome = Outcome::Allowed;
 const EXCEEDS: Outcome = Outcome::ExceedsLimit;
@@ -104,7 +104,7 @@ fn table_rows_worked_by_hand_match_redis_and_the_core() {
         ROWS.iter().enumerate()
     {
         let limit = limit(text);
-        let redis = RedisFloatingWindow::new(limit, "table").expect("within 2^53");
+        let redis = RedisLimiter::new(Algorithm::Floating, limit, "table").expect("within 2^53");
         let mut core = FloatingWindow::new(limit);
         let key = format!("row-{row}");
         for &(at, spend) in hits {
@@ -140,7 +140,7 @@ fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String> {
 fn a_request_that_spends_nothing_leaves_the_counters_alone() {
     let server = RedisServer::start();
     let mut conn = server.connect();
-    let bucket = RedisFloatingWindow::new(limit("6/8s"), "quiet").unwrap();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "quiet").unwrap();
     let key = bucket.redis_key("k");
     for t in [0, 1_000, 2_000, 3_000, 9_000, 10_000, 11_000] {
         assert!(bucket.hit(&mut conn, "k", t, 1).unwrap().is_allowed());
@@ -179,7 +179,7 @@ fn a_request_that_spends_nothing_leaves_the_counters_alone() {
 fn state_expires_two_windows_after_its_last_write() {
     let server = RedisServer::start();
     let mut conn = server.connect();
-    let bucket = RedisFloatingWindow::new(limit("6/8s"), "ttl").unwrap();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "ttl").unwrap();
     let key = bucket.redis_key("k");
     bucket.hit(&mut conn, "k", 0, 1).unwrap();
     let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
@@ -199,7 +199,7 @@ fn state_expires_two_windows_after_its_last_write() {
 fn noscript_after_a_script_flush_is_recovered() {
     let server = RedisServer::start();
     let mut conn = server.connect();
-    let bucket = RedisFloatingWindow::new(limit("6/8s"), "flush").unwrap();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "flush").unwrap();
     let mut core = FloatingWindow::new(limit("6/8s"));
     for (t, flush) in [(0, false), (1_000, true), (2_000, false), (3_000, true)] {
         if flush {
@@ -211,7 +211,7 @@ fn noscript_after_a_script_flush_is_recovered() {
 
 #[test]
 fn every_key_of_a_decision_is_in_the_slot_of_its_hash_tag() {
-    let bucket = RedisFloatingWindow::new(limit("6/8s"), "api").unwrap();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "api").unwrap();
     // Known slots, as `CLUSTER KEYSLOT` gives them.
     assert_eq!(slot("123456789"), 12_739);
     assert_eq!(slot("{user1000}.following"), slot("{user1000}.followers"));
@@ -230,9 +230,18 @@ fn every_key_of_a_decision_is_in_the_slot_of_its_hash_tag() {
 #[test]
 fn a_limit_beyond_2_pow_53_is_refused_with_what_is_allowed() {
     // 2 × 2^26 × 2^26 = 2^53: the largest allowed. One token or 1 ms more is refused.
-    assert!(RedisFloatingWindow::new(Limit::new(1 << 26, 1 << 26).unwrap(), "p").is_ok());
-    let err =
-        RedisFloatingWindow::new(Limit::new((1 << 26) + 1, 1 << 26).unwrap(), "p").unwrap_err();
+    assert!(RedisLimiter::new(
+        Algorithm::Floating,
+        Limit::new(1 << 26, 1 << 26).unwrap(),
+        "p"
+    )
+    .is_ok());
+    let err = RedisLimiter::new(
+        Algorithm::Floating,
+        Limit::new((1 << 26) + 1, 1 << 26).unwrap(),
+        "p",
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         RedisLimitError::TooLarge {
@@ -245,25 +254,26 @@ fn a_limit_beyond_2_pow_53_is_refused_with_what_is_allowed() {
          most 2^53 = 9007199254740992 so that Lua's numbers stay exact, got 2 × 67108865 × \
          67108864 = 9007199388958720; lower the tokens or the window"
     );
-    let err = RedisFloatingWindow::new(limit("18446744073709551615/1h"), "p").unwrap_err();
+    let err =
+        RedisLimiter::new(Algorithm::Floating, limit("18446744073709551615/1h"), "p").unwrap_err();
     assert!(err
         .to_string()
         .starts_with("limit 18446744073709551615/1h is too large for Redis"));
 
-    let err = RedisFloatingWindow::new(limit("6/8s"), "a{b").unwrap_err();
+    let err = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "a{b").unwrap_err();
     assert_eq!(
         err.to_string(),
         "key prefix \"a{b\" cannot be a Redis Cluster hash tag: it must be non-empty and hold \
          no '{' or '}'"
     );
-    assert!(RedisFloatingWindow::new(limit("6/8s"), "").is_err());
+    assert!(RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "").is_err());
 }
 
 #[test]
 fn a_time_beyond_2_pow_53_is_an_error_not_a_panic() {
     let server = RedisServer::start();
     let mut conn = server.connect();
-    let bucket = RedisFloatingWindow::new(limit("6/8s"), "late").unwrap();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "late").unwrap();
     let err = bucket.hit(&mut conn, "k", (1 << 53) + 1, 1).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -277,7 +287,7 @@ fn redis_gone_is_an_error_not_a_panic() {
     let server = RedisServer::start();
     let mut conn = server.connect();
     drop(server);
-    let bucket = RedisFloatingWindow::new(limit("6/8s"), "gone").unwrap();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "gone").unwrap();
     let err = bucket.hit(&mut conn, "k", 0, 1).unwrap_err();
     assert!(matches!(err, trickle_redis::RedisError::Redis(_)), "{err}");
 }

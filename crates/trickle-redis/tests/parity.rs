@@ -14,8 +14,8 @@ use common::RedisServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
-use trickle::{FloatingWindow, Limit};
-use trickle_redis::{RedisFloatingWindow, MAX_SCALED, MAX_TIME_MS};
+use trickle::{Algorithm, FloatingWindow, Limit};
+use trickle_redis::{RedisLimiter, MAX_SCALED, MAX_TIME_MS};
 
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -120,7 +120,8 @@ fn redis_decides_every_request_exactly_as_the_core() {
         case.set(case.get() + 1);
         let key = format!("case-{}", case.get());
         let conn = &mut *conn.borrow_mut();
-        let redis = RedisFloatingWindow::new(trace.limit, "parity").expect("within the 2^53 bound");
+        let redis = RedisLimiter::new(Algorithm::Floating, trace.limit, "parity")
+            .expect("within the 2^53 bound");
         let mut core = FloatingWindow::new(trace.limit);
         let mut now = trace.start_ms;
         for (i, &(step, cost)) in trace.requests.iter().enumerate() {

@@ -1,0 +1,266 @@
+//! The limiter whose algorithm is chosen at run time, as the core's [`trickle::Limiter`]:
+//! one Lua script per algorithm, each returning the same nine integers, which this side
+//! turns into the core's own [`Decision`].
+
+use std::num::NonZeroU64;
+
+use redis::{ConnectionLike, Script, Value};
+use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
+
+use crate::errors::{RedisError, RedisLimitError};
+use crate::floating;
+
+/// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
+pub const MAX_TIME_MS: u64 = 1 << 53;
+
+/// How long a bucket outlives its usefulness in Redis, in ms. Its state stops counting a
+/// while after the last write on the caller's clock (two windows for the floating window);
+/// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
+/// this much still find it.
+pub const EXPIRY_GRACE_MS: u64 = 1_000;
+
+const OUTCOME_ALLOWED: u64 = 0;
+const OUTCOME_DENIED: u64 = 1;
+const OUTCOME_EXCEEDS: u64 = 2;
+/// A `record` that would take the bucket's counts past the integers a Lua number holds
+/// exactly; the script wrote nothing.
+const OUTCOME_OUT_OF_RANGE: u64 = 3;
+
+/// Whose clock a decision is made on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clock {
+    /// The time the caller passes in, as in the core: replays, tests, and servers whose
+    /// clocks are kept in step (NTP). The default.
+    #[default]
+    Caller,
+    /// The Redis server's `TIME`, read inside the script; the time the caller passes is
+    /// ignored. One clock for the whole fleet, whatever the application servers' clocks
+    /// say; see the crate's documentation for what that costs.
+    Server,
+}
+
+/// A rate limiter whose buckets live in Redis, one key per bucket, all under one limit,
+/// with the algorithm chosen at run time.
+///
+/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`; the braces make `PREFIX:KEY` its
+/// Redis Cluster hash tag, so every key one decision touches is in one slot.
+#[derive(Debug, Clone)]
+pub struct RedisLimiter {
+    algorithm: Algorithm,
+    limit: Limit,
+    prefix: String,
+    clock: Clock,
+    script: Script,
+}
+
+impl RedisLimiter {
+    /// A limiter of `algorithm` under `limit`, whose keys start with `{prefix:`.
+    ///
+    /// Refused when the limit is too large for the algorithm's script to stay exact in
+    /// Lua's doubles (for the floating window, `N × W` above 2^52, [`floating::MAX_SCALED`]),
+    /// and when the prefix is empty or holds a brace.
+    pub fn new(
+        algorithm: Algorithm,
+        limit: Limit,
+        prefix: &str,
+    ) -> Result<RedisLimiter, RedisLimitError> {
+        if prefix.is_empty() || prefix.contains(['{', '}']) {
+            return Err(RedisLimitError::BadPrefix {
+                prefix: prefix.to_string(),
+            });
+        }
+        let script = match algorithm {
+            Algorithm::Floating => {
+                floating::check(limit)?;
+                floating::SCRIPT
+            }
+            _ => return Err(RedisLimitError::Unsupported { algorithm }),
+        };
+        Ok(RedisLimiter {
+            algorithm,
+            limit,
+            prefix: prefix.to_string(),
+            clock: Clock::Caller,
+            script: Script::new(script),
+        })
+    }
+
+    /// The same limiter deciding on `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> RedisLimiter {
+        self.clock = clock;
+        self
+    }
+
+    /// The algorithm every bucket runs.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The limit every bucket is checked against.
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    /// The clock decisions are made on.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The Redis key holding `key`'s bucket: `{PREFIX:KEY}:ALGORITHM`.
+    pub fn redis_key(&self, key: &str) -> String {
+        format!("{{{}:{}}}:{}", self.prefix, key, self.algorithm.name())
+    }
+
+    /// Decides a request of `cost` tokens at `now_ms` for `key`, and spends the cost if it
+    /// fits: the same [`Decision`] as the core's `hit` on the same requests.
+    ///
+    /// A request that spends nothing leaves the counts untouched; when its time is later
+    /// than any seen before, it records that time alone (the core reads a clock that went
+    /// backwards as the latest time seen).
+    pub fn hit(
+        &self,
+        conn: &mut dyn ConnectionLike,
+        key: &str,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, RedisError> {
+        self.decide(conn, key, Op::Hit, now_ms, cost)
+    }
+
+    /// What [`hit`](RedisLimiter::hit) would answer, spending and writing nothing: the same
+    /// [`Decision`] as the core's `peek`. `peek(…, 0)` shows what is in use.
+    pub fn peek(
+        &self,
+        conn: &mut dyn ConnectionLike,
+        key: &str,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, RedisError> {
+        self.decide(conn, key, Op::Peek, now_ms, cost)
+    }
+
+    /// Charges `cost` after the fact, whether it fits or not, as the core's `record`: for
+    /// costs known only from the response (ESI's 4XX costing 5).
+    pub fn record(
+        &self,
+        conn: &mut dyn ConnectionLike,
+        key: &str,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, RedisError> {
+        self.decide(conn, key, Op::Record, now_ms, cost)
+    }
+
+    /// Runs the algorithm's script for `op` and reads its answer into the core's `Decision`.
+    pub fn decide(
+        &self,
+        conn: &mut dyn ConnectionLike,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, RedisError> {
+        if self.clock == Clock::Caller && now_ms > MAX_TIME_MS {
+            return Err(RedisError::TimeTooLarge { now_ms });
+        }
+        if op == Op::Record && cost > MAX_TIME_MS {
+            return Err(RedisError::RecordOutOfRange { cost });
+        }
+        let tokens = self.limit.tokens();
+        let window_ms = self.limit.window_ms();
+        // A hit or peek decides every cost above N alike, so the script never sees a number
+        // past 2^53; a record charges what it is given, and the script refuses what would
+        // leave the exact range.
+        let script_cost = match op {
+            Op::Hit | Op::Peek => cost.min(tokens + 1),
+            Op::Record => cost,
+        };
+        let reply: Value = self
+            .script
+            .key(self.redis_key(key))
+            .arg(tokens)
+            .arg(window_ms)
+            .arg(now_ms)
+            .arg(script_cost)
+            .arg(self.ttl_ms())
+            .arg(match op {
+                Op::Hit => "hit",
+                Op::Peek => "peek",
+                Op::Record => "record",
+            })
+            .arg(match self.clock {
+                Clock::Caller => "caller",
+                Clock::Server => "server",
+            })
+            .invoke(conn)?;
+        self.read_reply(&reply, cost)
+    }
+
+    /// How long a bucket's state may still matter after its last write: two windows for
+    /// the floating window, whose counters last that long.
+    fn ttl_ms(&self) -> u64 {
+        2 * self.limit.window_ms() + EXPIRY_GRACE_MS
+    }
+
+    /// The nine integers every script returns: outcome, used × W, the time decided at, the
+    /// wait from that time (for a denial), the caller's time (the server's with
+    /// [`Clock::Server`]), whether counters follow, and previous, current and elapsed.
+    fn read_reply(&self, reply: &Value, cost: u64) -> Result<Decision, RedisError> {
+        let [outcome, used, at_ms, wait_ms, now_ms, has_counters, previous, current, elapsed_ms] =
+            integers(reply)?;
+        let outcome = match outcome {
+            OUTCOME_ALLOWED => Outcome::Allowed,
+            // As the core: reported from the caller's clock, so that `now + retry_after_ms`
+            // is the moment even when that clock had gone backwards.
+            OUTCOME_DENIED => Outcome::Denied {
+                retry_after_ms: at_ms
+                    .checked_sub(now_ms)
+                    .ok_or_else(|| bad_reply(reply))?
+                    .saturating_add(wait_ms),
+            },
+            OUTCOME_EXCEEDS => Outcome::ExceedsLimit,
+            OUTCOME_OUT_OF_RANGE => return Err(RedisError::RecordOutOfRange { cost }),
+            _ => return Err(bad_reply(reply)),
+        };
+        let window_ms = self.limit.window_ms();
+        // A Limit's window is at least 1 ms.
+        let window = NonZeroU64::new(window_ms).ok_or_else(|| bad_reply(reply))?;
+        Ok(Decision {
+            outcome,
+            cost,
+            limit: self.limit,
+            used: Tokens::new(u128::from(used), window),
+            at_ms,
+            counters: (has_counters == 1).then_some(Counters {
+                previous: u128::from(previous),
+                current: u128::from(current),
+                elapsed_ms,
+                window_ms,
+            }),
+        })
+    }
+}
+
+/// The script's nine non-negative integers; anything else is a [`RedisError::BadReply`].
+fn integers(reply: &Value) -> Result<[u64; 9], RedisError> {
+    let Value::Array(items) = reply else {
+        return Err(bad_reply(reply));
+    };
+    let mut numbers = [0u64; 9];
+    if items.len() != numbers.len() {
+        return Err(bad_reply(reply));
+    }
+    for (number, item) in numbers.iter_mut().zip(items) {
+        *number = match item {
+            Value::Int(n) => u64::try_from(*n).map_err(|_| bad_reply(reply))?,
+            _ => return Err(bad_reply(reply)),
+        };
+    }
+    Ok(numbers)
+}
+
+fn bad_reply(reply: &Value) -> RedisError {
+    RedisError::BadReply {
+        reply: format!("{reply:?}"),
+    }
+}

@@ -1,0 +1,49 @@
+-- What every algorithm's script shares; the script's own text follows this one.
+--
+-- KEYS[1]  the bucket's hash.
+-- ARGV     tokens N, window W (ms), now (ms), cost, ttl (ms), the operation ("hit",
+--          "peek": decide without spending or writing anything, "record": charge after
+--          the fact, whether it fits or not), and the clock ("caller", or "server" to
+--          decide at the server's TIME, ignoring ARGV[3]).
+--
+-- Lua numbers are doubles, exact for integers up to 2^53. The caller checked the limit
+-- against the algorithm's bound and the time against 2^53, so every sum and product the
+-- scripts make is an exact integer; divisions go through math.fmod, which is exact, never
+-- through a/b rounded. Numbers are written with string.format('%d') and returned as
+-- integers, never through tostring, which keeps only 14 digits.
+--
+-- Every script returns nine integers: {outcome, used × W, at, wait, now, has counters,
+-- previous, current, elapsed}. Outcome 0 allowed, 1 denied (then the request fits at
+-- at + wait), 2 exceeds the limit, 3 a record that would leave the exact range (nothing
+-- written).
+
+local tokens = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local ttl = ARGV[5]
+local op = ARGV[6]
+
+-- 2^53, the largest integer below which every integer is a double.
+local EXACT = 9007199254740992
+
+if ARGV[7] == 'server' then
+    -- Before Redis 5 a script that reads TIME must replicate its effects, not itself;
+    -- from Redis 7 that is the only way and this call does nothing. TIME stays the same
+    -- for the whole script, which is what a decision needs.
+    if redis.replicate_commands then
+        redis.replicate_commands()
+    end
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- floor(a / b) for integers 0 ≤ a, 0 < b, both exact: a − fmod(a, b) is a multiple of b,
+-- so the division has an exact result and IEEE division returns it.
+local function floor_div(a, b)
+    return (a - math.fmod(a, b)) / b
+end
+
+local function int(n)
+    return string.format('%d', n)
+end

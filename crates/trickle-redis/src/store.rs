@@ -1,0 +1,66 @@
+//! The core's [`Store`] over Redis: code written against `Store` (a replay, a middleware)
+//! runs on buckets shared by many machines without changing.
+
+use std::fmt::{self, Write};
+
+use redis::ConnectionLike;
+use trickle::{Decision, Limit, Op, Store};
+
+use crate::errors::RedisError;
+use crate::limiter::RedisLimiter;
+
+/// A [`RedisLimiter`] with the connection it decides on: a [`Store`] whose keys are
+/// anything that can be written as text.
+///
+/// ```no_run
+/// use trickle::{Algorithm, Op, Store};
+/// use trickle_redis::{RedisLimiter, RedisStore};
+///
+/// let limiter = RedisLimiter::new(Algorithm::Floating, "150/15m".parse().unwrap(), "esi").unwrap();
+/// let conn = redis::Client::open("redis://127.0.0.1/").unwrap().get_connection().unwrap();
+/// let mut store = RedisStore::new(limiter, conn);
+/// let decision = store.decide("7:90000001", Op::Hit, 1_700_000_000_000, 2).unwrap();
+/// println!("{}", decision.status());
+/// ```
+#[derive(Debug)]
+pub struct RedisStore<C> {
+    limiter: RedisLimiter,
+    conn: C,
+}
+
+impl<C: ConnectionLike> RedisStore<C> {
+    /// Decides with `limiter`'s scripts on `conn`.
+    pub fn new(limiter: RedisLimiter, conn: C) -> RedisStore<C> {
+        RedisStore { limiter, conn }
+    }
+
+    /// The limiter whose scripts decide.
+    pub fn limiter(&self) -> &RedisLimiter {
+        &self.limiter
+    }
+
+    /// The connection, for other commands between decisions.
+    pub fn connection(&mut self) -> &mut C {
+        &mut self.conn
+    }
+
+    /// The limiter and the connection, apart again.
+    pub fn into_parts(self) -> (RedisLimiter, C) {
+        (self.limiter, self.conn)
+    }
+}
+
+impl<K: fmt::Display + ?Sized, C: ConnectionLike> Store<K> for RedisStore<C> {
+    type Error = RedisError;
+
+    fn limit(&self) -> Limit {
+        self.limiter.limit()
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, RedisError> {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = write!(text, "{key}");
+        self.limiter.decide(&mut self.conn, &text, op, now_ms, cost)
+    }
+}
