@@ -11,6 +11,7 @@ mod cli {
     pub mod help;
     pub mod lines;
     pub mod log;
+    pub mod redis;
     pub mod replay;
 }
 
@@ -48,6 +49,17 @@ fn run_replay(args: &ReplayArgs) -> ExitCode {
     let flushed = stdout.flush();
     match (result, flushed) {
         (Err(ReplayError::Input(error)), _) => input_failure(&error),
+        (Err(ReplayError::RedisSetup(error)), _) => {
+            report(&format!("trickle: {error}"));
+            ExitCode::from(if error.is_usage() { 2 } else { 1 })
+        }
+        (Err(ReplayError::Redis { t_ms, error }), _) => {
+            report(&format!(
+                "trickle: Redis could not decide the request at t_ms {t_ms}: {error}; the rows \
+                 before it are written"
+            ));
+            ExitCode::from(1)
+        }
         (Err(ReplayError::Write(error)), _) | (Ok(_), Err(error)) => write_failure(&error),
         (Ok(summary), Ok(())) => {
             report(&summary.to_string());

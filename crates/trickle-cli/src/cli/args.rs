@@ -1,5 +1,5 @@
-//! The command line: `trickle replay --limit 6/8s [--algorithm NAME] [--compare NAME]
-//! [FILE]`, read with lexopt.
+//! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
+//! [--compare NAME | --redis URL] [FILE]`, read with lexopt.
 //!
 //! The values of `--limit`, `--algorithm` and `--compare` are checked only once the whole
 //! line is read, so `trickle replay --limit 6/8x --help` shows the help rather than the
@@ -27,6 +27,8 @@ pub struct ReplayArgs {
     pub algorithm: Algorithm,
     /// The reference to compare every decision with (`--compare`), usually the sliding log.
     pub compare: Option<Algorithm>,
+    /// Decide through the Redis scripts on this server (`--redis URL`) instead of in process.
+    pub redis: Option<String>,
     pub input: Input,
 }
 
@@ -52,6 +54,8 @@ pub enum UsageError {
     Compare(AlgorithmError),
     /// The same flag twice: which one was meant is a guess, so do not guess.
     Repeated(&'static str),
+    /// `--redis` with `--compare`: the comparison runs in process only.
+    RedisWithCompare,
 }
 
 impl fmt::Display for UsageError {
@@ -77,6 +81,11 @@ impl fmt::Display for UsageError {
             UsageError::Algorithm(error) => write!(f, "invalid --algorithm: {error}"),
             UsageError::Compare(error) => write!(f, "invalid --compare: {error}"),
             UsageError::Repeated(flag) => write!(f, "{flag} is given more than once; give it once"),
+            UsageError::RedisWithCompare => write!(
+                f,
+                "--compare runs both limiters in process and cannot be combined with --redis; \
+                 give one of them"
+            ),
         }
     }
 }
@@ -104,6 +113,7 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut limit: Option<String> = None;
     let mut algorithm: Option<String> = None;
     let mut compare: Option<String> = None;
+    let mut redis: Option<String> = None;
     let mut input: Option<OsString> = None;
     while let Some(arg) = parser.next()? {
         match arg {
@@ -113,6 +123,7 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
                 set_once(&mut algorithm, "--algorithm", parser.value()?.string()?)?
             }
             Long("compare") => set_once(&mut compare, "--compare", parser.value()?.string()?)?,
+            Long("redis") => set_once(&mut redis, "--redis", parser.value()?.string()?)?,
             Value(path) if input.is_none() => input = Some(path),
             Value(path) => return Err(UsageError::SecondInput(path)),
             _ => return Err(arg.unexpected().into()),
@@ -130,6 +141,9 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let compare = compare
         .map(|name| name.parse().map_err(UsageError::Compare))
         .transpose()?;
+    if redis.is_some() && compare.is_some() {
+        return Err(UsageError::RedisWithCompare);
+    }
     let input = match input {
         Some(path) if path != "-" => Input::Path(PathBuf::from(path)),
         _ => Input::Stdin,
@@ -138,6 +152,7 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         limit,
         algorithm,
         compare,
+        redis,
         input,
     }))
 }

@@ -11,6 +11,7 @@ them, and writes what it would have decided for each request.
 
 Usage:
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [--compare NAME] [FILE]
+  trickle replay --limit TOKENS/WINDOW [--algorithm NAME] --redis URL [FILE]
   trickle --help | --version
 
 Options:
@@ -21,6 +22,12 @@ Options:
   --compare NAME         Also decide every request with a second algorithm, the
                          reference (usually sliding-log, the exact one), and count where
                          the two disagree. See Comparing, below.
+  --redis URL            Decide every request with the Redis scripts (trickle-redis)
+                         on the server at URL, redis://HOST:PORT/ or
+                         redis+unix:///PATH, instead of in process: the same rows, from
+                         buckets a fleet of servers could share. Each run decides in a
+                         key of its own, trickle-replay:PID-TIME, which expires by
+                         itself; the log's times are the clock.
   FILE                   The request log; stdin when absent or `-`.
   -h, --help             This text.
   -V, --version          The version.

@@ -11,11 +11,14 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
+use redis::Connection;
 use trickle::compare::{Accuracy, Comparison, Verdict};
-use trickle::{Algorithm, Decision, Limit, Limiter, Outcome};
+use trickle::{Algorithm, Decision, Limit, Limiter, Op, Outcome, Store};
+use trickle_redis::{RedisError, RedisStore};
 
 use crate::cli::args::ReplayArgs;
 use crate::cli::log::{InputError, RequestLog};
+use crate::cli::redis::{connect, RedisSetupError};
 
 /// The output's header; the help text shows the same line.
 pub const OUTPUT_HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms";
@@ -70,6 +73,13 @@ impl fmt::Display for Summary {
 pub enum ReplayError {
     Input(InputError),
     Write(io::Error),
+    /// `--redis` could not start.
+    RedisSetup(RedisSetupError),
+    /// Redis could not decide the request at `t_ms`; the rows before it were written.
+    Redis {
+        t_ms: u64,
+        error: RedisError,
+    },
 }
 
 impl From<InputError> for ReplayError {
@@ -84,10 +94,12 @@ impl From<io::Error> for ReplayError {
     }
 }
 
-/// Who answers each request: the limiter alone, or the limiter beside a reference.
+/// Who answers each request: the limiter alone, the limiter beside a reference, or the
+/// Redis scripts deciding in one bucket of their own.
 enum Judge {
     Alone(Limiter),
     Compared(Box<Comparison>),
+    Redis(Box<RedisStore<Connection>>, String),
 }
 
 /// Decides every request of `input` with `Limiter::hit` (and the reference's, with
@@ -97,15 +109,20 @@ pub fn replay(
     input: impl Read,
     output: &mut impl Write,
 ) -> Result<Summary, ReplayError> {
-    let mut log = RequestLog::new(input)?;
-    let mut judge = match args.compare {
-        None => Judge::Alone(Limiter::with_algorithm(args.algorithm, args.limit)),
-        Some(reference) => Judge::Compared(Box::new(Comparison::new(
+    let mut judge = match (&args.redis, args.compare) {
+        (Some(url), _) => {
+            let (store, key) =
+                connect(url, args.algorithm, args.limit).map_err(ReplayError::RedisSetup)?;
+            Judge::Redis(Box::new(store), key)
+        }
+        (None, None) => Judge::Alone(Limiter::with_algorithm(args.algorithm, args.limit)),
+        (None, Some(reference)) => Judge::Compared(Box::new(Comparison::new(
             args.limit,
             args.algorithm,
             reference,
         ))),
     };
+    let mut log = RequestLog::new(input)?;
     let mut summary = Summary {
         limit: args.limit,
         algorithm: args.algorithm,
@@ -116,13 +133,24 @@ pub fn replay(
     };
 
     match judge {
-        Judge::Alone(_) => writeln!(output, "{OUTPUT_HEADER}")?,
+        Judge::Alone(_) | Judge::Redis(..) => writeln!(output, "{OUTPUT_HEADER}")?,
         Judge::Compared(_) => writeln!(output, "{OUTPUT_HEADER},{REFERENCE_COLUMNS}")?,
     }
     while let Some(request) = log.next_request()? {
         match &mut judge {
             Judge::Alone(limiter) => {
                 let decision = limiter.hit(request.t_ms, request.cost);
+                summary.count(&decision);
+                write_decision(output, request.t_ms, &decision)?;
+                writeln!(output)?;
+            }
+            Judge::Redis(store, key) => {
+                let decision = store
+                    .decide(key.as_str(), Op::Hit, request.t_ms, request.cost)
+                    .map_err(|error| ReplayError::Redis {
+                        t_ms: request.t_ms,
+                        error,
+                    })?;
                 summary.count(&decision);
                 write_decision(output, request.t_ms, &decision)?;
                 writeln!(output)?;
