@@ -34,10 +34,10 @@
 //!
 //! Every call returns [`RedisError`] instead of a decision when Redis cannot be reached,
 //! times out, or answers something else; nothing panics. The caller chooses what that
-//! means: fail open (let the request through: the limit is not enforced while Redis is
-//! away, and the servers behind it take the load) or fail closed (refuse it: nothing gets
-//! through while Redis is away, an outage of the API). A timeout is not a denial: the
-//! server may still run the script, and spend, when it wakes.
+//! means with [`OnFailure`]: fail open (let the request through: the limit is not enforced
+//! while Redis is away, and the servers behind it take the load) or fail closed (refuse
+//! it: nothing gets through while Redis is away, an outage of the API). A timeout is not
+//! a denial: the server may still run the script, and spend, when it wakes.
 //!
 //! ```no_run
 //! use trickle::Algorithm;
@@ -51,11 +51,13 @@
 //! ```
 
 mod errors;
+mod failure;
 mod floating;
 mod limiter;
 mod store;
 
 pub use errors::{RedisError, RedisLimitError};
+pub use failure::{Admission, OnFailure};
 pub use floating::MAX_SCALED;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
 pub use store::RedisStore;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::RedisServer;
 use trickle::{Algorithm, Limit, Outcome};
-use trickle_redis::{RedisError, RedisLimiter};
+use trickle_redis::{Admission, OnFailure, RedisError, RedisLimiter};
 
 fn bucket() -> RedisLimiter {
     RedisLimiter::new(
@@ -104,4 +104,51 @@ fn a_restart_breaks_the_connection_and_a_new_one_decides_again() {
     let decision = bucket.hit(&mut fresh, "k", 8, 1).unwrap();
     assert_eq!(decision.outcome, Outcome::Allowed);
     assert_eq!(decision.used.to_string(), "1.000");
+}
+
+/// The caller's policy turns a failure into an answer and keeps the error: fail open lets
+/// the request through, fail closed refuses it; a decision Redis made passes unchanged.
+#[test]
+fn the_failure_policy_answers_for_a_server_that_is_down_or_paused() {
+    let server = RedisServer::start();
+    let mut conn = server.connect();
+    conn.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let bucket = bucket();
+    for t in 0..6 {
+        assert!(bucket.hit(&mut conn, "k", t, 1).unwrap().is_allowed());
+    }
+    // Up: the decision is Redis's, a denial under both policies.
+    for policy in [OnFailure::Open, OnFailure::Closed] {
+        let admission = policy.admit(bucket.hit(&mut conn, "k", 6, 1));
+        assert!(!admission.is_allowed(), "{policy:?}: full bucket");
+        assert!(admission.decision().is_some());
+    }
+
+    server.pause();
+    let open = OnFailure::Open.admit(bucket.hit(&mut conn, "k", 7, 1));
+    server.resume();
+    match &open {
+        Admission::Failed {
+            allowed: true,
+            error: RedisError::Redis(err),
+        } => {
+            assert!(err.is_timeout(), "{err}")
+        }
+        other => panic!("fail open on a paused server: {other:?}"),
+    }
+
+    drop(conn);
+    drop(server);
+    let server = RedisServer::start();
+    let mut conn = server.connect();
+    drop(server);
+    let closed = OnFailure::Closed.admit(bucket.hit(&mut conn, "k", 8, 1));
+    assert!(
+        !closed.is_allowed(),
+        "fail closed on a server gone: {closed:?}"
+    );
+    assert!(closed.decision().is_none());
+    let open = OnFailure::Open.admit(bucket.hit(&mut conn, "k", 8, 1));
+    assert!(open.is_allowed(), "fail open on a server gone: {open:?}");
 }
