@@ -130,12 +130,14 @@ FUZZ_TIME ?= 300
 fuzz:
 	FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh
 
-# The README's benchmark table: criterion against governor, heap bytes per key, the wasm
-# bindings against plain JS in Node, the widget's animation frames in Chromium, each against
-# its baseline in the same run; then the table. A few minutes; not part of `make test`.
+# The README's benchmark table: criterion against governor, heap bytes per key, the floating
+# window on a private redis-server against INCRBY, the wasm bindings against plain JS in
+# Node, the widget's animation frames in Chromium, each against its baseline in the same run;
+# then the table. A few minutes; not part of `make test`.
 .PHONY: bench
 bench: setup-test site
 	$(CARGO) bench --locked --bench decisions --bench keyed
+	$(CARGO) bench --locked -p trickle-redis --bench load
 	@mkdir -p target/bench
 	$(CARGO) run --locked --release --example heap_per_key > target/bench/bytes-per-key.csv
 	@cat target/bench/bytes-per-key.csv

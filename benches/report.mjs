@@ -113,6 +113,35 @@ for (const [keys, { ours, governor, concurrent }] of Object.entries(bytesPerKey(
   compare(`concurrent keyed limiter's heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, concurrent, governor, "B", 1.0, HEAP);
 }
 
+// A decision on Redis is a round trip plus the server running the script, so the baseline is
+// the cheapest round trip that changes a key, on the same connections in the same run.
+const REDIS = "cargo bench -p trickle-redis --bench load";
+const redisLoad = JSON.parse(read("bench/redis-load.json", REDIS));
+const redisLoadShape = `${redisLoad.connections} connections × ${format(redisLoad.decisionsPerConnection)} decisions on one key`;
+const redisSetup = `${redisLoadShape}, median of ${redisLoad.rounds} rounds`;
+for (const [percentile, key] of [
+  ["p50", "p50Us"],
+  ["p99", "p99Us"],
+]) {
+  compare(`Redis floating window script vs \`INCRBY\`, ${percentile} latency per decision, ${redisSetup}`, redisLoad.script[key], redisLoad.incrby[key], "µs", 1.5, REDIS);
+}
+compare(
+  `Redis floating window script vs \`INCRBY\`, throughput (higher is better), ${redisSetup}`,
+  redisLoad.script.perSecond,
+  redisLoad.incrby.perSecond,
+  "decisions/s",
+  undefined,
+  REDIS,
+);
+const misadmitted = Math.max(...redisLoad.allowed.map((allowed) => Math.abs(allowed - redisLoad.expectedAllowed)));
+absolute(
+  `Redis admissions off the core's count, ${redisLoadShape} at a frozen clock, each of ${redisLoad.rounds} rounds, limit ${redisLoad.limit} (admitted ${redisLoad.allowed.map(format).join(", ")} of ${format(redisLoad.connections * redisLoad.decisionsPerConnection)}; the core ${format(redisLoad.expectedAllowed)})`,
+  misadmitted,
+  "decisions",
+  0,
+  REDIS,
+);
+
 const WASM = "node benches/wasm-hit.mjs";
 const wasm = JSON.parse(read("bench/wasm-hit.json", WASM));
 compare("wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);

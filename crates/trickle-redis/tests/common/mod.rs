@@ -1,8 +1,10 @@
-//! A private redis-server for one test: on a Unix socket in its own temporary folder, with
-//! nothing saved to disk, stopped by its own pid when the test is done.
+//! A private redis-server for one test (or the load benchmark, which includes this file):
+//! on a Unix socket, or a free port on 127.0.0.1, in its own temporary folder, with nothing
+//! saved to disk, stopped by its own pid when dropped.
 
 #![allow(dead_code)]
 
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -11,12 +13,44 @@ use std::time::{Duration, Instant};
 pub struct RedisServer {
     child: Child,
     dir: PathBuf,
-    socket: PathBuf,
+    listen: Listen,
+}
+
+/// Where the server listens; a restart listens there again.
+enum Listen {
+    Unix(PathBuf),
+    Tcp(u16),
 }
 
 impl RedisServer {
-    /// Starts a redis-server; panics with what to do when it is not installed.
+    /// Starts a redis-server on a Unix socket; panics with what to do when it is not
+    /// installed.
     pub fn start() -> RedisServer {
+        let dir = Self::temp_dir();
+        let listen = Listen::Unix(dir.join("redis.sock"));
+        Self::start_in(dir, listen).unwrap_or_else(|err| panic!("{err}"))
+    }
+
+    /// Starts a redis-server on a free TCP port of 127.0.0.1, as a server reaches Redis over
+    /// the network.
+    pub fn start_tcp() -> RedisServer {
+        // The port is free when asked for, but another process may take it before the server
+        // binds it; the server then exits at start, and a new port is tried.
+        let mut attempts = 0;
+        loop {
+            let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .and_then(|listener| listener.local_addr())
+                .expect("find a free port on 127.0.0.1")
+                .port();
+            match Self::start_in(Self::temp_dir(), Listen::Tcp(port)) {
+                Ok(server) => return server,
+                Err(err) if attempts >= 5 => panic!("{err}"),
+                Err(_) => attempts += 1,
+            }
+        }
+    }
+
+    fn temp_dir() -> PathBuf {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "trickle-redis-{}-{}",
@@ -25,17 +59,26 @@ impl RedisServer {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the server's temporary folder");
-        let socket = dir.join("redis.sock");
-        let child = Self::spawn(&dir, &socket);
-        let mut server = RedisServer { child, dir, socket };
-        server.wait_until_ready();
-        server
+        dir
     }
 
-    fn spawn(dir: &Path, socket: &Path) -> Child {
-        Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket"])
-            .arg(socket)
+    /// Stops and removes everything itself when the server does not come up.
+    fn start_in(dir: PathBuf, listen: Listen) -> Result<RedisServer, String> {
+        let child = Self::spawn(&dir, &listen);
+        let mut server = RedisServer { child, dir, listen };
+        server.wait_until_ready()?;
+        Ok(server)
+    }
+
+    fn spawn(dir: &Path, listen: &Listen) -> Child {
+        let mut command = Command::new("redis-server");
+        match listen {
+            Listen::Unix(socket) => command.args(["--port", "0", "--unixsocket"]).arg(socket),
+            Listen::Tcp(port) => command
+                .args(["--bind", "127.0.0.1", "--port"])
+                .arg(port.to_string()),
+        };
+        command
             .arg("--dir")
             .arg(dir)
             .args(["--save", "", "--appendonly", "no"])
@@ -50,21 +93,20 @@ impl RedisServer {
             })
     }
 
-    fn wait_until_ready(&mut self) {
+    fn wait_until_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(mut conn) = self.try_connect() {
                 if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
-                    return;
+                    return Ok(());
                 }
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("redis-server exited at start with {status}");
+                return Err(format!("redis-server exited at start with {status}"));
             }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer within 10 s"
-            );
+            if Instant::now() >= deadline {
+                return Err("redis-server did not answer within 10 s".to_string());
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -93,18 +135,32 @@ impl RedisServer {
     pub fn restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.socket);
-        let fresh = Self::spawn(&self.dir, &self.socket);
+        if let Listen::Unix(socket) = &self.listen {
+            let _ = std::fs::remove_file(socket);
+        }
+        let fresh = Self::spawn(&self.dir, &self.listen);
         self.child = fresh;
-        self.wait_until_ready();
+        self.wait_until_ready()
+            .unwrap_or_else(|err| panic!("{err}"));
     }
 
     fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(redis::ConnectionAddr::Unix(self.socket.clone()))?.get_connection()
+        redis::Client::open(self.address())?.get_connection()
     }
 
+    pub fn address(&self) -> redis::ConnectionAddr {
+        match &self.listen {
+            Listen::Unix(socket) => redis::ConnectionAddr::Unix(socket.clone()),
+            Listen::Tcp(port) => redis::ConnectionAddr::Tcp("127.0.0.1".to_string(), *port),
+        }
+    }
+
+    /// The Unix socket of a server from [`RedisServer::start`].
     pub fn socket(&self) -> &Path {
-        &self.socket
+        match &self.listen {
+            Listen::Unix(socket) => socket,
+            Listen::Tcp(port) => panic!("the server listens on TCP port {port}, not a socket"),
+        }
     }
 
     pub fn connect(&self) -> redis::Connection {

@@ -1,0 +1,377 @@
+//! The floating window on a real redis-server under load, against the cheapest thing a
+//! limiter on Redis could do instead: a plain `INCRBY` round trip on the same connections.
+//!
+//! A private redis-server on a free port of 127.0.0.1 (started here, stopped when this ends,
+//! also on a failure); 8 threads, each with its own connection, each deciding 10,000 requests
+//! on one shared key at one frozen time. The benchmark fails unless exactly as many are
+//! admitted as the in-process core admits for the same requests: many connections racing on
+//! one key must not let one request too many through. Each decision is timed on its own;
+//! p50, p99 and decisions per second are compared with the same load of `INCRBY key 1`.
+//! The two alternate over 3 rounds, each after a warm-up, and the medians are reported, so
+//! that whatever else the machine does falls on both alike. Speed is reported as a ratio,
+//! never asserted.
+//!
+//! `cargo bench -p trickle-redis --bench load` writes `target/bench/redis-load.json` (read by
+//! `benches/report.mjs`). Run without `--bench` (as `cargo test --benches` does) it makes a
+//! short run that checks the admission and writes nothing.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use common::RedisServer;
+use redis::Connection;
+use trickle::Limit;
+
+const CONNECTIONS: usize = 8;
+const HOUR_MS: u64 = 3_600_000;
+/// The frozen clock, 2026-01-01 00:00 UTC: every decision of a round is in one window.
+const NOW_MS: u64 = 1_767_225_600_000;
+
+/// One request of a phase on one connection: whether it was admitted.
+type Request<'a> = &'a (dyn Fn(&mut Connection, &str) -> Result<bool, String> + Sync);
+
+/// The limiter under test, and the one place that names its type: a request of cost 1 at
+/// the frozen clock.
+fn floating_window(limit: Limit) -> impl Fn(&mut Connection, &str) -> Result<bool, String> + Sync {
+    let limiter = trickle_redis::RedisFloatingWindow::new(limit, "load").expect("within 2^52");
+    move |conn, key| {
+        limiter
+            .hit(conn, key, NOW_MS, 1)
+            .map(|decision| decision.is_allowed())
+            .map_err(|err| err.to_string())
+    }
+}
+
+/// The baseline: one round trip that changes a key, admitting everything.
+fn incrby(conn: &mut Connection, key: &str) -> Result<bool, String> {
+    redis::cmd("INCRBY")
+        .arg(key)
+        .arg(1)
+        .query::<i64>(conn)
+        .map(|_| true)
+        .map_err(|err| err.to_string())
+}
+
+struct Load {
+    decisions_per_connection: usize,
+    warmup_per_connection: usize,
+    rounds: usize,
+    /// Three eighths of the requests fit, so most of them are decided on a full bucket.
+    limit: Limit,
+    write_report: bool,
+}
+
+impl Load {
+    fn new(full: bool) -> Load {
+        let (decisions, warmup, rounds) = if full {
+            (10_000, 1_000, 3)
+        } else {
+            (400, 50, 1)
+        };
+        let tokens = (CONNECTIONS * decisions * 3 / 8) as u64;
+        Load {
+            decisions_per_connection: decisions,
+            warmup_per_connection: warmup,
+            rounds,
+            limit: Limit::new(tokens, HOUR_MS).expect("a valid limit"),
+            write_report: full,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        (CONNECTIONS * self.decisions_per_connection) as u64
+    }
+}
+
+/// What one phase measured: every request's latency, and how many were admitted.
+struct Phase {
+    latencies_ns: Vec<u64>,
+    seconds: f64,
+    allowed: u64,
+}
+
+/// p50, p99 and requests per second of one phase.
+#[derive(Clone, Copy)]
+struct Figures {
+    p50_us: f64,
+    p99_us: f64,
+    per_second: f64,
+}
+
+impl Phase {
+    fn figures(mut self) -> Figures {
+        self.latencies_ns.sort_unstable();
+        Figures {
+            p50_us: percentile_us(&self.latencies_ns, 50),
+            p99_us: percentile_us(&self.latencies_ns, 99),
+            per_second: self.latencies_ns.len() as f64 / self.seconds,
+        }
+    }
+}
+
+/// The nearest-rank percentile of sorted latencies, in µs.
+fn percentile_us(sorted_ns: &[u64], percent: usize) -> f64 {
+    let rank = (sorted_ns.len() * percent).div_ceil(100).max(1);
+    sorted_ns[rank - 1] as f64 / 1_000.0
+}
+
+/// Every connection makes `count` requests on `key` at once, each on its own thread.
+fn phase(
+    connections: &mut [Connection],
+    key: &str,
+    count: usize,
+    request: Request,
+) -> Result<Phase, String> {
+    let start = Barrier::new(connections.len());
+    let runs = std::thread::scope(|scope| {
+        let threads: Vec<_> = connections
+            .iter_mut()
+            .map(|conn| {
+                let start = &start;
+                scope.spawn(move || {
+                    let mut latencies_ns = Vec::with_capacity(count);
+                    let mut allowed = 0;
+                    start.wait();
+                    let began = Instant::now();
+                    for _ in 0..count {
+                        let before = Instant::now();
+                        let admitted = request(conn, key)?;
+                        let elapsed = before.elapsed().as_nanos();
+                        latencies_ns.push(u64::try_from(elapsed).unwrap_or(u64::MAX));
+                        allowed += u64::from(admitted);
+                    }
+                    Ok::<_, String>((latencies_ns, allowed, began, Instant::now()))
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| thread.join().expect("a load thread panicked"))
+            .collect::<Result<Vec<_>, String>>()
+    })?;
+    // From the first thread's first request to the last one's last answer.
+    let began = runs.iter().map(|run| run.2).min().expect("threads");
+    let ended = runs.iter().map(|run| run.3).max().expect("threads");
+    let mut phase = Phase {
+        latencies_ns: Vec::with_capacity(count * runs.len()),
+        seconds: ended.duration_since(began).as_secs_f64(),
+        allowed: 0,
+    };
+    for (latencies_ns, allowed, _, _) in runs {
+        phase.latencies_ns.extend(latencies_ns);
+        phase.allowed += allowed;
+    }
+    Ok(phase)
+}
+
+/// How many of `total` requests of cost 1 at the frozen clock the in-process core admits.
+fn model_allowed(limit: Limit, total: u64) -> u64 {
+    let mut core = trickle::FloatingWindow::new(limit);
+    (0..total)
+        .filter(|_| core.hit(NOW_MS, 1).is_allowed())
+        .count() as u64
+}
+
+struct Round {
+    script: Figures,
+    incrby: Figures,
+    allowed: u64,
+}
+
+fn run(load: &Load) -> Result<(), String> {
+    let server = RedisServer::start_tcp();
+    let client = redis::Client::open(server.address()).map_err(|err| err.to_string())?;
+    let mut connections = (0..CONNECTIONS)
+        .map(|_| client.get_connection())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| err.to_string())?;
+    let script = floating_window(load.limit);
+    let expected = model_allowed(load.limit, load.total());
+
+    let mut rounds = Vec::with_capacity(load.rounds);
+    for round in 0..load.rounds {
+        // Each round on fresh keys, so that every round starts from an empty bucket.
+        let run_script = |connections: &mut [Connection]| {
+            phase(
+                connections,
+                &format!("warm-{round}"),
+                load.warmup_per_connection,
+                &script,
+            )?;
+            phase(
+                connections,
+                &format!("load-{round}"),
+                load.decisions_per_connection,
+                &script,
+            )
+        };
+        let run_incrby = |connections: &mut [Connection]| {
+            phase(
+                connections,
+                &format!("incr-warm-{round}"),
+                load.warmup_per_connection,
+                &incrby,
+            )?;
+            let key = format!("incr-load-{round}");
+            let measured = phase(connections, &key, load.decisions_per_connection, &incrby)?;
+            let counted: u64 = redis::cmd("GET")
+                .arg(&key)
+                .query(&mut connections[0])
+                .map_err(|err| err.to_string())?;
+            if counted != load.total() {
+                return Err(format!(
+                    "INCRBY counted {counted} of {} round trips",
+                    load.total()
+                ));
+            }
+            Ok(measured)
+        };
+        // Alternate which goes first, so that neither always meets a colder machine.
+        let (script_phase, incrby_phase) = if round % 2 == 0 {
+            let script_phase = run_script(&mut connections)?;
+            (script_phase, run_incrby(&mut connections)?)
+        } else {
+            let incrby_phase = run_incrby(&mut connections)?;
+            (run_script(&mut connections)?, incrby_phase)
+        };
+        if script_phase.allowed != expected {
+            return Err(format!(
+                "round {}: Redis admitted {} of {} requests on one key; the core admits {expected}",
+                round + 1,
+                script_phase.allowed,
+                load.total()
+            ));
+        }
+        rounds.push(Round {
+            allowed: script_phase.allowed,
+            script: script_phase.figures(),
+            incrby: incrby_phase.figures(),
+        });
+    }
+
+    let script = median_figures(rounds.iter().map(|round| round.script));
+    let incrby = median_figures(rounds.iter().map(|round| round.incrby));
+    print_summary(load, expected, &script, &incrby);
+    if load.write_report {
+        let path = target_dir().join("bench/redis-load.json");
+        let json = report_json(load, expected, &rounds, &script, &incrby);
+        std::fs::create_dir_all(path.parent().expect("a parent folder"))
+            .and_then(|()| std::fs::write(&path, json))
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Each figure's median over the rounds, figure by figure.
+fn median_figures(figures: impl Iterator<Item = Figures> + Clone) -> Figures {
+    let median = |pick: fn(&Figures) -> f64| {
+        let mut values: Vec<f64> = figures.clone().map(|figures| pick(&figures)).collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    Figures {
+        p50_us: median(|figures| figures.p50_us),
+        p99_us: median(|figures| figures.p99_us),
+        per_second: median(|figures| figures.per_second),
+    }
+}
+
+fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures) {
+    println!(
+        "{CONNECTIONS} connections × {} requests on one key at a frozen clock, limit {}, \
+         {} round(s), medians:",
+        load.decisions_per_connection, load.limit, load.rounds
+    );
+    println!(
+        "  admitted exactly {expected} of {} in every round, as the core does",
+        load.total()
+    );
+    for (name, figures) in [
+        ("floating window script", script),
+        ("INCRBY round trip", incrby),
+    ] {
+        println!(
+            "  {name:<22} p50 {:>7.1} µs   p99 {:>7.1} µs   {:>8.0} /s",
+            figures.p50_us, figures.p99_us, figures.per_second
+        );
+    }
+    println!(
+        "  script / INCRBY:       p50 {:.2}×, p99 {:.2}×, throughput {:.2}×",
+        script.p50_us / incrby.p50_us,
+        script.p99_us / incrby.p99_us,
+        script.per_second / incrby.per_second
+    );
+}
+
+fn figures_json(figures: &Figures) -> String {
+    format!(
+        r#"{{ "p50Us": {:.3}, "p99Us": {:.3}, "perSecond": {:.1} }}"#,
+        figures.p50_us, figures.p99_us, figures.per_second
+    )
+}
+
+fn report_json(
+    load: &Load,
+    expected: u64,
+    rounds: &[Round],
+    script: &Figures,
+    incrby: &Figures,
+) -> String {
+    let allowed: Vec<String> = rounds
+        .iter()
+        .map(|round| round.allowed.to_string())
+        .collect();
+    let mut json = String::new();
+    let _ = writeln!(json, "{{");
+    let _ = writeln!(json, r#"  "connections": {CONNECTIONS},"#);
+    let _ = writeln!(
+        json,
+        r#"  "decisionsPerConnection": {},"#,
+        load.decisions_per_connection
+    );
+    let _ = writeln!(json, r#"  "limit": "{}","#, load.limit);
+    let _ = writeln!(json, r#"  "nowMs": {NOW_MS},"#);
+    let _ = writeln!(json, r#"  "rounds": {},"#, load.rounds);
+    let _ = writeln!(json, r#"  "expectedAllowed": {expected},"#);
+    let _ = writeln!(json, r#"  "allowed": [{}],"#, allowed.join(", "));
+    let _ = writeln!(json, r#"  "script": {},"#, figures_json(script));
+    let _ = writeln!(json, r#"  "incrby": {},"#, figures_json(incrby));
+    let _ = writeln!(json, r#"  "perRound": ["#);
+    for (n, round) in rounds.iter().enumerate() {
+        let comma = if n + 1 < rounds.len() { "," } else { "" };
+        let _ = writeln!(
+            json,
+            r#"    {{ "script": {}, "incrby": {} }}{comma}"#,
+            figures_json(&round.script),
+            figures_json(&round.incrby)
+        );
+    }
+    let _ = writeln!(json, "  ]");
+    let _ = writeln!(json, "}}");
+    json
+}
+
+/// The workspace's target folder, wherever CARGO_TARGET_DIR puts it: cargo gives benchmarks
+/// its `tmp` folder.
+fn target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).to_path_buf()
+}
+
+fn main() -> ExitCode {
+    let load = Load::new(std::env::args().any(|arg| arg == "--bench"));
+    match run(&load) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("redis load benchmark failed: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
