@@ -39,7 +39,8 @@ type Request<'a> = &'a (dyn Fn(&mut Connection, &str) -> Result<bool, String> + 
 /// The limiter under test, and the one place that names its type: a request of cost 1 at
 /// the frozen clock.
 fn floating_window(limit: Limit) -> impl Fn(&mut Connection, &str) -> Result<bool, String> + Sync {
-    let limiter = trickle_redis::RedisFloatingWindow::new(limit, "load").expect("within 2^52");
+    let limiter = trickle_redis::RedisLimiter::new(trickle::Algorithm::Floating, limit, "load")
+        .expect("within 2^52");
     move |conn, key| {
         limiter
             .hit(conn, key, NOW_MS, 1)
