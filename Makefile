@@ -18,7 +18,7 @@ PKG = www/pkg
 PACKAGE_DIR = packages/rate-limit-demo
 SITE = target/site
 
-.PHONY: all setup setup-test build wasm package site cli demo replay size book \
+.PHONY: all setup setup-test build wasm package site cli demo replay size docs \
 	test fmt lint unit doc wasm-node wasm-browser package-test e2e fuzz
 
 all: build
@@ -79,13 +79,14 @@ accuracy:
 	@mv target/accuracy.md.part target/accuracy.md
 	@cat target/accuracy.md
 
-# The mdBook in docs/book/, built into target/book/ the way the README tells a docs author to
-# embed the widget: the package's dist/ files copied into the book's src/ (gitignored here),
-# then mdbook build.
-book: package
+# The docs site: the mdBook in docs/, built into target/docs/ with the widget embedded the
+# way docs/src/embedding.md tells a docs author to: the package's dist/ files copied beside
+# the chapters (gitignored here), then mdbook build.
+docs: package
 	@scripts/setup.sh book
-	cp $(PACKAGE_DIR)/dist/*.js $(PACKAGE_DIR)/dist/*.wasm docs/book/src/
-	mdbook build docs/book
+	cp $(PACKAGE_DIR)/dist/*.js $(PACKAGE_DIR)/dist/*.wasm docs/src/
+	mdbook build docs
+	@echo "the docs site: target/docs/index.html"
 
 test: setup-test fmt lint unit doc wasm-node wasm-browser e2e
 
@@ -120,7 +121,7 @@ wasm-browser: setup-test
 
 # The package, its tarball installed in a scratch project, the element and the docs page in
 # Debian's Chromium.
-e2e: setup-test site
+e2e: setup-test site docs
 	npm test --prefix tests/e2e
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the

@@ -80,7 +80,8 @@ if [ "${1:-}" = test ]; then
     fi
 fi
 
-# mdBook builds the book that the end-to-end suite embeds the widget in (docs/book/). Without
+# mdBook builds the docs site (docs/) and the book the end-to-end suite embeds the widget in
+# (tests/recipes/mdbook/). Without
 # its default `serve` and `watch` features (a web server and a file watcher the build does not
 # need) it compiles a third fewer crates; `search` keeps the book's search bar.
 if { [ "${1:-}" = test ] || [ "${1:-}" = book ]; } &&

@@ -107,7 +107,12 @@ pub use store::{Op, Store};
 pub use token_bucket::TokenBucketState;
 pub use tokens::Tokens;
 
-// The README's Rust examples compile and run as doc tests.
+// The Rust examples of the README and of the docs site's Rust chapter compile and run as
+// doc tests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+#[doc = include_str!("../docs/src/rust.md")]
+#[cfg(doctest)]
+pub struct RustChapterDoctests;

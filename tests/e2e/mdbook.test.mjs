@@ -1,6 +1,6 @@
-// The widget embedded in a real mdBook, the way docs/embedding.md tells a docs author to do
+// The widget embedded in a real mdBook, the way docs/src/embedding.md tells a docs author to do
 // it: the package's dist/ files copied into the book's src/, its two-line snippet in a chapter,
-// `mdbook build`. The book (docs/book/) is built here into a scratch folder, served on
+// `mdbook build`. The book (tests/recipes/mdbook/) is built here into a scratch folder, served on
 // 127.0.0.1, and read in Chromium: the widget answers, at the chapter's text size and in the
 // colours of mdBook's theme, and mdBook's page around it keeps working.
 
@@ -13,7 +13,7 @@ import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { ARTIFACTS, REPO, SITE, collectEvents, events, open, start, whenReady, widgetLook } from "./harness.mjs";
 
-const BOOK = join(REPO, "docs", "book");
+const BOOK = join(REPO, "tests", "recipes", "mdbook");
 const CHAPTER = "rate-limits.html";
 /** What the docs tell authors to copy next to their pages: the package's dist/ files. */
 const WIDGET_FILES = ["rate-limit-demo.js", "compare.js", "trickle_bg.wasm"];
@@ -61,11 +61,11 @@ async function chooseTheme(page, theme) {
 }
 
 describe("the widget in an mdBook", () => {
-  it("the chapter embeds it with docs/embedding.md's mdBook snippet", async () => {
-    const docs = await readFile(join(REPO, "docs", "embedding.md"), "utf8");
+  it("the chapter embeds it with docs/src/embedding.md's mdBook snippet", async () => {
+    const docs = await readFile(join(REPO, "docs", "src", "embedding.md"), "utf8");
     const section = docs.slice(docs.indexOf("\n## mdBook\n"));
     const snippet = section.match(/```html\n(<script type="module"[^`]*<\/rate-limit-demo>)\n```/)?.[1];
-    assert.ok(snippet, "docs/embedding.md gives the mdBook snippet in an html code block");
+    assert.ok(snippet, "docs/src/embedding.md gives the mdBook snippet in an html code block");
     const chapter = await readFile(join(BOOK, "src", "rate-limits.md"), "utf8");
     assert.ok(chapter.includes(snippet), `the chapter holds exactly:\n${snippet}`);
   });

@@ -221,16 +221,16 @@ describe("its types", () => {
   });
 });
 
-/** The first ```html block under `heading` in docs/embedding.md: the recipe as authors read it. */
+/** The first ```html block under `heading` in docs/src/embedding.md: the recipe as authors read it. */
 async function recipe(heading) {
-  const docs = await readFile(join(REPO, "docs", "embedding.md"), "utf8");
+  const docs = await readFile(join(REPO, "docs", "src", "embedding.md"), "utf8");
   const section = docs.slice(docs.indexOf(`\n## ${heading}\n`));
   const block = section.match(/```html\n([\s\S]*?)```/);
-  assert.ok(block, `docs/embedding.md has an html block under "${heading}"`);
+  assert.ok(block, `docs/src/embedding.md has an html block under "${heading}"`);
   return block[1];
 }
 
-describe("a plain page loading the package from node_modules, as docs/embedding.md says", () => {
+describe("a plain page loading the package from node_modules, as docs/src/embedding.md says", () => {
   let session;
   before(async () => {
     await writeFile(

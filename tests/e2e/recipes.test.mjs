@@ -1,4 +1,4 @@
-// The embedding recipes of docs/embedding.md, each built for real: a plain page with an
+// The embedding recipes of docs/src/embedding.md, each built for real: a plain page with an
 // import map, a VitePress site, a Docusaurus site. Each site is laid out in a scratch folder
 // from its fixture (tests/recipes/<tool>/: package.json, its lockfile, and what the docs do
 // not show, such as the rest of a minimal site) plus the files the docs page gives in code
@@ -21,7 +21,7 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ARTIFACTS, REPO, collectEvents, events, open, start, whenReady, widgetLook } from "./harness.mjs";
 
-const DOC = join(REPO, "docs", "embedding.md");
+const DOC = join(REPO, "docs", "src", "embedding.md");
 const FIXTURES = join(REPO, "tests", "recipes");
 /** A window boundary of 6/8s, late enough that every site has loaded on the fake clock. */
 const START = 24_000;
@@ -81,7 +81,7 @@ const RECIPES = [
 function filesIn(markdown, heading) {
   const sections = markdown.split(/^## /m);
   const section = sections.find((text) => text.split("\n", 1)[0].trim() === heading);
-  assert.ok(section, `docs/embedding.md has a section "## ${heading}"`);
+  assert.ok(section, `docs/src/embedding.md has a section "## ${heading}"`);
   const files = new Map();
   for (const [, path, body] of section.matchAll(/^```\w*\s+title="([^"]+)"\n([\s\S]*?)^```$/gm)) {
     files.set(path, body);
@@ -177,7 +177,7 @@ after(async () => {
   await writeFile(file, JSON.stringify(timings, null, 2) + "\n");
 });
 
-describe("docs/embedding.md", () => {
+describe("docs/src/embedding.md", () => {
   it("names the packed version in its CDN address, and the file the wasm sits beside", BOUNDED, async () => {
     const docs = await readFile(DOC, "utf8");
     const { version } = JSON.parse(
@@ -209,7 +209,7 @@ async function darkness(page) {
 }
 
 for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixture))) {
-  describe(`the ${recipe.name} recipe of docs/embedding.md`, () => {
+  describe(`the ${recipe.name} recipe of docs/src/embedding.md`, () => {
     let scratch;
     let project;
     let session;
