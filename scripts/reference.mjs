@@ -1,0 +1,498 @@
+#!/usr/bin/env node
+// The widget's reference page, docs/src/reference.md, written from the package's own metadata so
+// that it cannot drift from the code: the attributes, members, event, parts and custom
+// properties come from custom-elements.json (which `make package` builds from the JSDoc tags in
+// www/src/element.js), and the event detail's fields from the hand-written types in
+// packages/rate-limit-demo/types/*.d.ts. Nothing in this file knows a fact about the widget.
+//
+//   node scripts/reference.mjs                                 # the Markdown, on stdout
+//   node scripts/reference.mjs --write docs/src/reference.md   # what `make docs` runs
+//
+// The same inputs give the same bytes: no date, the .d.ts files read in sorted order, rows in
+// the order the sources declare them. A missing input or an empty section exits with status 1
+// and a message saying which.
+
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const PACKAGE = join(REPO, "packages", "rate-limit-demo");
+const MANIFEST = join(PACKAGE, "custom-elements.json");
+const TYPES = join(PACKAGE, "types");
+const SOURCE = "www/src/element.js";
+const COMMAND = "node scripts/reference.mjs --write docs/src/reference.md";
+
+/** What is wrong with the inputs: reported as one line and exit status 1, not a stack. */
+class InputError extends Error {}
+
+function fail(text) {
+  throw new InputError(text);
+}
+
+const shown = (path) => relative(REPO, path);
+const typesShown = () => `${shown(TYPES)}/*.d.ts`;
+
+// ---------------------------------------------------------------------------------------------
+// The .d.ts files: just enough of TypeScript's declaration syntax to list the members of an
+// interface or a class with their doc comments, and a type alias with its own.
+
+/** A doc comment's text on one line, without the slashes and stars. */
+function docText(comment) {
+  return comment
+    .replace(/^\/\*\*|\*\/$/g, "")
+    .split("\n")
+    .map((line) => line.replace(/^\s*\*?\s?/, "").trim())
+    .filter(Boolean)
+    .join(" ");
+}
+
+/** Where the string literal opening at `start` ends. */
+function stringEnd(text, start) {
+  let end = start + 1;
+  while (end < text.length && text[end] !== text[start]) end += text[end] === "\\" ? 2 : 1;
+  return end;
+}
+
+/**
+ * Splits a body at the `;` that are outside brackets and strings, keeping the doc comment
+ * before each piece. Plain comments are dropped. `=>` is not a closing angle bracket.
+ */
+function splitMembers(body) {
+  const members = [];
+  let doc = null;
+  let current = "";
+  let depth = 0;
+  for (let i = 0; i < body.length; i++) {
+    const char = body[i];
+    if (body.startsWith("/*", i)) {
+      const end = body.indexOf("*/", i + 2) + 2;
+      if (body.startsWith("/**", i) && !current.trim()) doc = docText(body.slice(i, end));
+      i = end - 1;
+    } else if (body.startsWith("//", i)) {
+      const end = body.indexOf("\n", i);
+      i = end < 0 ? body.length : end;
+    } else if (char === '"' || char === "'" || char === "`") {
+      const end = stringEnd(body, i);
+      current += body.slice(i, end + 1);
+      i = end;
+    } else if (body.startsWith("=>", i)) {
+      current += "=>";
+      i++;
+    } else if (char === ";" && depth === 0) {
+      members.push({ doc, text: current.replace(/\s+/g, " ").trim() });
+      doc = null;
+      current = "";
+    } else {
+      if ("([{<".includes(char)) depth++;
+      if (")]}>".includes(char)) depth--;
+      current += char;
+    }
+  }
+  return members;
+}
+
+/** Where the brackets opening at `open` close, skipping strings, comments and `=>`. */
+function closing(text, open) {
+  let depth = 0;
+  for (let i = open; i >= 0 && i < text.length; i++) {
+    if (text.startsWith("/*", i)) i = text.indexOf("*/", i) + 1 || text.length;
+    else if (text.startsWith("//", i)) i = text.indexOf("\n", i) + 1 || text.length;
+    else if (text[i] === '"' || text[i] === "'" || text[i] === "`") i = stringEnd(text, i);
+    else if (text.startsWith("=>", i)) i++;
+    else if ("([{<".includes(text[i])) depth++;
+    else if (")]}>".includes(text[i]) && --depth === 0) return i;
+  }
+  fail(`unbalanced brackets in ${typesShown()} near \`${text.slice(open, open + 40)}\``);
+}
+
+/** One member: a field (`readonly name?: type`) or a method (`name(…): type`). */
+function parseMember({ doc, text }) {
+  const modifiers = text.match(/^((?:static|readonly|public|private|protected)\s+)*/)[0];
+  const rest = text.slice(modifiers.length);
+  const name = rest.match(/^(?:[\w$#]+|"[^"]*")/)?.[0];
+  if (!name) fail(`cannot read the declaration \`${text}\` in ${typesShown()}`);
+  const member = {
+    name,
+    doc,
+    static: /\bstatic\b/.test(modifiers),
+    readonly: /\breadonly\b/.test(modifiers),
+  };
+  const after = rest.slice(name.length).replace(/^\?/, "").trimStart();
+  if (after.startsWith(":")) return { ...member, kind: "field", type: after.slice(1).trim() };
+  const returns = after.slice(closing(after, after.indexOf("(")) + 1).replace(/^\s*:\s*/, "");
+  return { ...member, kind: "method", returns: returns || null };
+}
+
+/** Every `export interface`, `export class` and `export type X =` in types/*.d.ts, by name. */
+function readTypes() {
+  if (!existsSync(TYPES)) fail(`${shown(TYPES)} is missing`);
+  const files = readdirSync(TYPES)
+    .filter((file) => file.endsWith(".d.ts"))
+    .sort();
+  if (files.length === 0) fail(`${shown(TYPES)} holds no .d.ts file`);
+  const declarations = new Map();
+  const pattern =
+    /(\/\*\*(?:[^*]|\*(?!\/))*\*\/\s*)?export\s+(?:declare\s+)?(interface|class|type)\s+(\w+)/g;
+  for (const file of files) {
+    const text = readFileSync(join(TYPES, file), "utf8");
+    for (const match of text.matchAll(pattern)) {
+      const [whole, comment, kind, name] = match;
+      const end = match.index + whole.length;
+      const declaration = { name, kind, doc: comment ? docText(comment.trim()) : null };
+      if (kind === "type") {
+        const definition = text.slice(end).match(/^\s*=\s*([^;]*);/);
+        if (!definition) continue; // `export type { … } from`: a re-export
+        declaration.type = definition[1].replace(/\s+/g, " ").trim();
+      } else {
+        const open = text.indexOf("{", end);
+        const heritage = text.slice(end, open).match(/\bextends\s+(.*?)(?:\bimplements\b|$)/s);
+        declaration.extends = (heritage?.[1] ?? "")
+          .split(",")
+          .map((base) => base.trim())
+          .filter(Boolean);
+        declaration.members = splitMembers(text.slice(open + 1, closing(text, open))).map(
+          parseMember,
+        );
+      }
+      if (!declarations.has(name)) declarations.set(name, declaration);
+    }
+  }
+  return declarations;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown.
+
+/** Inline code, with a longer fence when the text holds a backtick. */
+function code(text) {
+  const fence = text.includes("`") ? "``" : "`";
+  return `${fence}${text}${fence}`;
+}
+
+/** `a`, `a and b`, `a, b and c`, or with `or`. */
+function words(list, conjunction = "and") {
+  if (list.length < 2) return list.join("");
+  return `${list.slice(0, -1).join(", ")} ${conjunction} ${list.at(-1)}`;
+}
+
+/** A manifest description, its lines joined into one. */
+function prose(text) {
+  return (text ?? "").replace(/\s*\n\s*/g, " ").trim();
+}
+
+/**
+ * One table cell: on one line, `|` escaped (GitHub and mdBook read `\|` as a pipe inside
+ * inline code too), and `<` outside inline code escaped so that prose is never taken for HTML.
+ */
+function cell(text) {
+  return prose(text)
+    .split(/(`+[^`]*`+)/)
+    .map((part, i) => (i % 2 ? part : part.replace(/</g, "&lt;")))
+    .join("")
+    .replace(/\|/g, "\\|");
+}
+
+function table(headings, rows) {
+  const line = (cells) => `| ${cells.map(cell).join(" | ")} |`;
+  return [line(headings), line(headings.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+/** A section of one table; a section with no rows is an error, `empty` says what to fix. */
+function section(title, intro, headings, rows, empty) {
+  if (rows.length === 0) fail(empty);
+  return [`## ${title}`, intro, table(headings, rows)].filter(Boolean).join("\n\n");
+}
+
+/** A column of defaults, only when the manifest gives one for some row. */
+function defaults(list) {
+  if (!list.some((item) => item.default !== undefined)) return null;
+  return (item) => (item.default === undefined ? "" : code(item.default));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sections.
+
+function attributes(element) {
+  const list = element.attributes ?? [];
+  const byDefault = defaults(list);
+  const rows = list.map((attribute) => [
+    code(attribute.name),
+    attribute.type?.text ? code(attribute.type.text) : "",
+    prose(attribute.description),
+    ...(byDefault ? [byDefault(attribute)] : []),
+  ]);
+  return section(
+    "Attributes",
+    null,
+    ["Attribute", "Type", "Sets", ...(byDefault ? ["Default"] : [])],
+    rows,
+    `the manifest lists no attributes for <${element.tagName}>: add \`@attr\` tags to ${SOURCE}`,
+  );
+}
+
+function signature(element, member, declaration) {
+  const parameters = (member.parameters ?? []).map((parameter) => {
+    const optional = parameter.optional && parameter.default === undefined ? "?" : "";
+    const type = parameter.type?.text ? `: ${parameter.type.text}` : "";
+    const value = parameter.default === undefined ? "" : ` = ${parameter.default}`;
+    return `${parameter.name}${optional}${type}${value}`;
+  });
+  const returns = member.return?.type?.text ?? declaration.returns;
+  const owner = member.static ? `${element.name}.` : "";
+  return `${owner}${member.name}(${parameters.join(", ")})${returns ? `: ${returns}` : ""}`;
+}
+
+/**
+ * The element's public members: those the manifest lists and the published types declare.
+ * The analyzer also lists what it mistakes for members (a `#private` getter, with no name; a
+ * property of the shadow root set in the constructor). The types are the public contract, so
+ * a member they leave out is named on stderr and left out here. A description or a type the
+ * JSDoc lacks is taken from the types' declaration of the same member.
+ */
+function members(element, types) {
+  const declared = types.get(element.name);
+  if (declared?.kind !== "class") fail(`class ${element.name} not found in ${typesShown()}`);
+  const typed = new Map(declared.members.map((member) => [member.name, member]));
+  const rows = [];
+  for (const member of element.members ?? []) {
+    if (!member.name || /^[#_]/.test(member.name)) continue;
+    if (member.privacy === "private" || member.privacy === "protected") continue;
+    const declaration = typed.get(member.name);
+    if (!declaration) {
+      console.error(
+        `reference: left out ${element.name}.${member.name}: the manifest lists it, ` +
+          `${typesShown()} does not declare it`,
+      );
+      continue;
+    }
+    const description = prose(member.description) || declaration.doc || "";
+    if (member.kind === "method") {
+      const kind = member.static ? "static method" : "method";
+      const call = code(signature(element, member, declaration));
+      rows.push([code(member.name), kind, call, description]);
+    } else {
+      const type = member.type?.text ?? declaration.type ?? "";
+      const modifiers = [member.static && "static", member.readonly && "read-only"];
+      const kind = [...modifiers.filter(Boolean), "property"].join(" ");
+      rows.push([code(member.name), kind, type ? code(type) : "", description]);
+    }
+  }
+  return section(
+    "Properties and methods",
+    null,
+    ["Name", "Kind", "Type or signature", "Description"],
+    rows,
+    `the manifest lists no public member of ${element.name} that ${typesShown()} declares`,
+  );
+}
+
+/** `CustomEvent<X>` → `X`. */
+function detailType(event) {
+  const text = event.type?.text ?? "";
+  return text.match(/^CustomEvent<(.+)>$/)?.[1].trim() ?? text;
+}
+
+function events(element) {
+  const rows = (element.events ?? []).map((event) => [
+    code(event.name),
+    detailType(event) ? code(detailType(event)) : "",
+    prose(event.description),
+  ]);
+  return section(
+    "Events",
+    null,
+    ["Event", "Detail type", "Description"],
+    rows,
+    `the manifest lists no events for <${element.tagName}>: add \`@fires\` tags to ${SOURCE}`,
+  );
+}
+
+/** An interface's fields, those it inherits first, each with the interface declaring it. */
+function fieldsOf(name, types) {
+  const declaration = types.get(name);
+  if (declaration?.kind !== "interface") fail(`interface ${name} not found in ${typesShown()}`);
+  const inherited = declaration.extends.flatMap((base) => fieldsOf(base, types));
+  const own = declaration.members
+    .filter((member) => member.kind === "field")
+    .map((member) => ({ ...member, from: name }));
+  return [...inherited, ...own];
+}
+
+/**
+ * The types document some fields as a group: a field with no doc comment shares the one
+ * before it (`wronglyAllowed` and `wronglyLimited`), and a comment that ends in `,`, `;` or
+ * `:` runs on into the next field's (the floating window's `previous`, `current`, `overlap`
+ * and `elapsedMs` are one sentence). Each group is one row, as the types read.
+ */
+function groupFields(fields) {
+  const runsOn = (doc) => /[,;:]$/.test(doc ?? "");
+  const rows = [];
+  for (const field of fields) {
+    const last = rows.at(-1);
+    if (last && (field.doc === null || runsOn(last.doc))) {
+      last.fields.push(field);
+      if (field.doc !== null) last.doc = `${last.doc} ${field.doc}`;
+    } else {
+      rows.push({ fields: [field], doc: field.doc });
+    }
+  }
+  return rows;
+}
+
+/**
+ * A row's meaning: its doc comment or, for an undocumented field of a documented type alias
+ * (`algorithm: Algorithm`), the alias's doc comment and the values it allows.
+ */
+function meaning(row, types) {
+  const alias = types.get(row.fields[0].type);
+  if (row.doc !== null || alias?.kind !== "type") return row.doc ?? "";
+  if (row.fields.some((field) => field.type !== alias.name)) return "";
+  const literals = alias.type.split("|").map((value) => value.trim());
+  const values = literals.every((value) => /^"[^"]*"$/.test(value))
+    ? words(literals.map(code), "or")
+    : code(alias.type);
+  return `${alias.doc ?? ""} ${code(alias.name)} is ${values}.`.trim();
+}
+
+function fieldTable(fields, types) {
+  const rows = groupFields(fields).map((row) => {
+    const distinct = [...new Set(row.fields.map((field) => field.type))];
+    const shownTypes = distinct.length === 1 ? distinct : row.fields.map((field) => field.type);
+    return [
+      row.fields.map((field) => code(field.name)).join(", "),
+      shownTypes.map(code).join(", "),
+      meaning(row, types),
+    ];
+  });
+  return table(["Field", "Type", "Meaning"], rows);
+}
+
+/**
+ * The event detail's fields: a table for each interface that declares some, inherited ones
+ * first. For the widget, `Decision` (what the limiter returns too) and what the event adds.
+ */
+function detailFields(element, types) {
+  const details = [...new Set((element.events ?? []).map(detailType).filter(Boolean))];
+  if (details.length === 0) fail(`no event of <${element.tagName}> names its detail's type`);
+  const blocks = ["## Event detail"];
+  for (const detail of details) {
+    const fields = fieldsOf(detail, types);
+    if (fields.length === 0) fail(`interface ${detail} in ${typesShown()} declares no field`);
+    const { doc, extends: bases } = types.get(detail);
+    const returning = [...types.values()]
+      .filter((type) => type.kind === "class")
+      .flatMap((type) =>
+        type.members
+          .filter((member) => member.kind === "method" && bases.includes(member.returns))
+          .map((member) => code(`${type.name}.${member.name}`)),
+      );
+    const also = returning.length ? `, which ${words(returning)} also return` : "";
+    blocks.push(
+      [
+        `${code(detail)}${doc ? `: ${doc.replace(/^The /, "the ")}` : "."}`,
+        bases.length ? ` It extends ${words(bases.map(code))}${also}.` : "",
+        " Fields listed together share one description in the types.",
+      ].join(""),
+    );
+    for (const from of new Set(fields.map((field) => field.from))) {
+      const inherited = from !== detail;
+      const title = `${inherited ? "From" : bases.length ? "Added by" : "Fields of"} ${code(from)}`;
+      const own = fields.filter((field) => field.from === from);
+      blocks.push(`### ${title}`, fieldTable(own, types));
+    }
+  }
+  return blocks.join("\n\n");
+}
+
+function cssParts(element) {
+  const rows = (element.cssParts ?? []).map((part) => [code(part.name), prose(part.description)]);
+  return section(
+    "CSS parts",
+    `Style them from the page with ${code(`${element.tagName}::part(name)`)}.`,
+    ["Part", "What it is"],
+    rows,
+    `the manifest lists no CSS parts for <${element.tagName}>: add \`@csspart\` tags to ${SOURCE}`,
+  );
+}
+
+function cssProperties(element) {
+  const list = element.cssProperties ?? [];
+  const byDefault = defaults(list);
+  const rows = list.map((property) => [
+    code(property.name),
+    prose(property.description),
+    ...(byDefault ? [byDefault(property)] : []),
+  ]);
+  const example = list[0] ? ` e.g. ${code(`${element.tagName} { ${list[0].name}: … }`)}` : "";
+  return section(
+    "CSS custom properties",
+    `Set them on the element or any ancestor,${example}.`,
+    ["Property", "Used for", ...(byDefault ? ["Default"] : [])],
+    rows,
+    `the manifest lists no CSS custom properties for <${element.tagName}>: ` +
+      `add \`@cssprop\` tags to ${SOURCE}`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function readManifest() {
+  if (!existsSync(MANIFEST)) fail(`${shown(MANIFEST)} is missing: run \`make package\``);
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(MANIFEST, "utf8"));
+  } catch (error) {
+    fail(`${shown(MANIFEST)} is not JSON (${error.message}): run \`make package\` again`);
+  }
+  const elements = (manifest.modules ?? [])
+    .flatMap((module) => module.declarations ?? [])
+    .filter((declaration) => declaration.customElement && declaration.tagName);
+  if (elements.length !== 1) {
+    fail(`${shown(MANIFEST)} declares ${elements.length} custom elements; this page is for one`);
+  }
+  return elements[0];
+}
+
+/** The reference page's Markdown. */
+export function reference() {
+  const element = readManifest();
+  const types = readTypes();
+  const summary = prose(element.summary || element.description);
+  return `${[
+    "# Widget reference",
+    [
+      `Generated by ${code(COMMAND)} (run by ${code("make docs")}) from`,
+      `${code(shown(MANIFEST))}, which ${code("make package")} builds from the JSDoc in`,
+      `${code(SOURCE)}, and from the types in ${code(typesShown())}. Edit those, not this page.`,
+    ].join("\n"),
+    `${code(`<${element.tagName}>`)} (class ${code(element.name)}): ${summary}`,
+    attributes(element),
+    members(element, types),
+    events(element),
+    detailFields(element, types),
+    cssParts(element),
+    cssProperties(element),
+  ].join("\n\n")}\n`;
+}
+
+function main(args) {
+  let output = null;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "--write" && args[i + 1]) output = args[++i];
+    else fail(`unexpected argument ${args[i]}: pass nothing for stdout, or --write FILE`);
+  }
+  const markdown = reference();
+  if (output) writeFileSync(output, markdown);
+  else process.stdout.write(markdown);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  try {
+    main(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    console.error(`reference: ${error.message}`);
+    process.exit(1);
+  }
+}
