@@ -1,12 +1,16 @@
 // The docs page (www/index.html) as a reader meets it: it loads clean, every widget on it
-// becomes interactive with no request chain deeper than page → module → WebAssembly, it
-// follows the reader's colour scheme. Screenshots are written under target/e2e/; the time to
+// becomes interactive with no request chain deeper than page → module → WebAssembly, its
+// sections keep the order an API's readers need, it follows the reader's colour scheme, and
+// its worked example plays as written. Compare mode now lives in the docs site's "Choosing an
+// algorithm" chapter (docs/src/algorithms.md): its widget is put on a test page and played as
+// that chapter tells the reader. Screenshots are written under target/e2e/; the time to
 // interactive is measured by benches/time-to-interactive.mjs.
 
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ARTIFACTS, open, start, whenReady } from "./harness.mjs";
+import { ARTIFACTS, REPO, open, pageWith, start, whenReady } from "./harness.mjs";
 
 /**
  * How many requests deep each script and wasm a page loads is, from the browser's own network
@@ -45,6 +49,51 @@ async function requestDepths(session, path, html) {
   );
 }
 
+/** The chapter on algorithms, whose compare widget and recipes the tests below play. */
+const ALGORITHMS = join(REPO, "docs", "src", "algorithms.md");
+
+/** The chapter's compare widget, as written in it. */
+async function chapterWidget() {
+  const chapter = await readFile(ALGORITHMS, "utf8");
+  const widget = chapter.match(/^<rate-limit-demo compare[^>]*><\/rate-limit-demo>$/m);
+  assert.ok(widget, "docs/src/algorithms.md shows a <rate-limit-demo compare> widget");
+  return widget[0];
+}
+
+/**
+ * Checks that the chapter's section `heading` still tells the reader `steps` (whitespace and
+ * line breaks aside), so that a test playing them plays what the reader is told.
+ */
+async function chapterSays(heading, steps) {
+  const chapter = await readFile(ALGORITHMS, "utf8");
+  const start = chapter.indexOf(`\n### ${heading}\n`);
+  assert.ok(start >= 0, `docs/src/algorithms.md has a section "${heading}"`);
+  const end = chapter.indexOf("\n#", start + 1);
+  const section = chapter.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
+  for (const step of steps) assert.ok(section.includes(step), `"${heading}" says: ${step}`);
+}
+
+/** Opens the chapter's compare widget on a page of its own, at 0 on the fake clock. */
+async function openChapterWidget() {
+  const opened = await open(session, {
+    path: "algorithms.html",
+    html: pageWith(await chapterWidget()),
+    clock: true,
+  });
+  assert.deepEqual(await whenReady(opened.page), [true]);
+  return opened;
+}
+
+/** Each row of a compare widget as shown: [algorithm, tokens in use, tokens let in, answer]. */
+function shownRows(widget) {
+  return widget.locator('[part~="row"]').evaluateAll((rows) =>
+    rows.map((row) => {
+      const text = (part) => row.querySelector(`[part~="${part}"]`).textContent.trim();
+      return [row.dataset.algorithm, text("used"), text("admitted"), text("response").replace(/\s+/g, " ")];
+    }),
+  );
+}
+
 let session;
 before(async () => {
   session = await start();
@@ -55,22 +104,47 @@ describe("the docs page", () => {
   it("loads without a console error and every widget becomes interactive", async () => {
     const { page, problems } = await open(session);
     const ready = await whenReady(page);
-    assert.ok(ready.length >= 3, "the 6/8s widget, the ESI one and the comparison");
-    assert.ok(ready.every(Boolean), `ready: ${ready}`);
+    assert.deepEqual(ready, [true, true], "the 6/8s widget and the ESI one");
+    assert.equal(await page.locator('#try rate-limit-demo[limit="6/8s"]:not([costs])').count(), 1);
     assert.equal(await page.locator('rate-limit-demo[costs="esi"]').count(), 1);
-    const compare = page.locator('rate-limit-demo[compare][limit="6/8s"]');
-    assert.equal(await compare.count(), 1);
-    assert.equal(await compare.locator('[part~="row"]').count(), 4, "all four algorithms");
+    assert.equal(await page.locator("rate-limit-demo[compare]").count(), 0, "compare mode is the docs site's");
     assert.equal(await page.locator("h1").count(), 1);
     assert.deepEqual(problems, []);
   });
 
-  it("asks for nothing deeper than page → module → (WebAssembly, compare mode's module)", async () => {
-    // The docs page preloads the wasm, as the embed section advises: it starts with the page.
+  it("keeps a reader's order, each section in the contents and named by its heading, and points docs authors to the docs", async () => {
+    const { page, close } = await open(session);
+    const outline = await page.evaluate(() => ({
+      sections: [...document.querySelectorAll("main > section")].map((section) => {
+        const heading = document.getElementById(section.getAttribute("aria-labelledby"));
+        return { id: section.id, labelledByItsHeading: heading?.parentElement === section && heading.tagName === "H2" };
+      }),
+      contents: [...document.querySelectorAll("nav.toc a")].map((link) => link.getAttribute("href")),
+      levels: [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")].map((heading) => Number(heading.tagName[1])),
+      landmarks: ["header", "nav", "main", "footer"].map((tag) => document.querySelectorAll(tag).length),
+      footer: document.querySelector("footer").textContent.replace(/\s+/g, " "),
+    }));
+    const order = ["why", "try", "counting", "costs", "safety-net", "handling-429"];
+    assert.deepEqual(outline.sections, order.map((id) => ({ id, labelledByItsHeading: true })));
+    assert.deepEqual(outline.contents, order.map((id) => `#${id}`));
+    assert.equal(outline.levels[0], 1);
+    const skipped = outline.levels.filter((level, n) => n > 0 && level > outline.levels[n - 1] + 1);
+    assert.deepEqual(skipped, [], `no heading level skipped: ${outline.levels}`);
+    assert.deepEqual(outline.landmarks, [1, 1, 1, 1]);
+    assert.match(outline.footer, /Embedding chapter \(docs\/src\/embedding\.md\)/);
+    const handling = (await page.locator("#handling-429").textContent()).replace(/\s+/g, " ");
+    for (const point of [/Retry-After/, /HTTP date/, /exponentially/, /jitter/, /cap/, /5XX/, /other 4XX/, /Give up/, /Spread/]) {
+      assert.match(handling, point, "the 429 section mirrors docs/src/understanding.md's list");
+    }
+    await close();
+  });
+
+  it("asks for nothing deeper than page → module → WebAssembly, and never for compare mode's module", async () => {
+    // The docs page preloads the wasm, as docs/src/embedding.md advises: it starts with the
+    // page. No widget on it is in compare mode, so compare.js is never fetched.
     assert.deepEqual(await requestDepths(session, "index.html"), {
       "rate-limit-demo.js": 1,
       "trickle_bg.wasm": 1,
-      "compare.js": 2,
     });
     // The two lines alone: the module asks for the wasm, and nothing else is asked for.
     const twoLines = `<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>t</title>
@@ -97,31 +171,6 @@ describe("the docs page", () => {
     assert.notEqual(backgrounds.light, backgrounds.dark);
   });
 
-  it("plays the comparison section's double burst as the page tells the reader to", async () => {
-    const { page, problems } = await open(session, { clock: true });
-    await whenReady(page);
-    const widget = page.locator('rate-limit-demo[compare][limit="6/8s"]');
-    const hit = widget.locator('[part~="hit"]');
-    // "When the bar is nearly full, press Hit six times": 31.5 s, in the window 24–32 s.
-    await page.clock.pauseAt(31_500);
-    for (let n = 0; n < 6; n++) await hit.click();
-    // "As soon as the bar starts again, press Hit six more times": 32.5 s.
-    await page.clock.pauseAt(32_500);
-    for (let n = 0; n < 6; n++) await hit.click();
-    const admitted = await widget.locator('[part~="row"]').evaluateAll((rows) =>
-      rows.map((row) => [row.dataset.algorithm, row.querySelector('[part~="admitted"]').textContent]),
-    );
-    // Only the fixed window let the second six in: 12 within one second.
-    assert.deepEqual(admitted, [
-      ["floating", "6"],
-      ["sliding-log", "6"],
-      ["fixed", "12"],
-      ["token-bucket", "6"],
-    ]);
-    await widget.screenshot({ path: join(ARTIFACTS, "compare.png") });
-    assert.deepEqual(problems, []);
-  });
-
   it("plays the README's worked example to a 429 (the screenshot in the README)", async () => {
     const { page, problems } = await open(session, { clock: true });
     await whenReady(page);
@@ -145,5 +194,107 @@ describe("the docs page", () => {
     );
     await widget.screenshot({ path: join(ARTIFACTS, "widget.png") });
     assert.deepEqual(problems, []);
+  });
+});
+
+describe("the compare widget of docs/src/algorithms.md, on a page of its own", () => {
+  it("asks for nothing deeper than page → module → (WebAssembly, compare mode's module)", async () => {
+    assert.deepEqual(await requestDepths(session, "algorithms.html", pageWith(await chapterWidget())), {
+      "rate-limit-demo.js": 1,
+      "trickle_bg.wasm": 2,
+      "compare.js": 2,
+    });
+  });
+
+  it("plays the double burst as the chapter tells the reader to", async () => {
+    await chapterSays("The double burst", [
+      "When the bar is nearly full, press **Hit** six times, quickly: all four answer 200.",
+      "As soon as the bar starts again, press **Hit** six more times.",
+      "it let 12 tokens in within a few seconds, twice the limit, and its row says so.",
+      "The sliding log refuses all six",
+      "The floating window refuses them too",
+    ]);
+    const { page, problems, close } = await openChapterWidget();
+    const widget = page.locator("rate-limit-demo[compare]");
+    const hit = widget.locator('[part~="hit"]');
+    // "When the bar is nearly full, press Hit six times": 31.5 s, in the window 24–32 s.
+    await page.clock.pauseAt(31_500);
+    for (let n = 0; n < 6; n++) await hit.click();
+    assert.deepEqual(await shownRows(widget), [
+      ["floating", "6", "6", "200"],
+      ["sliding-log", "6", "6", "200"],
+      ["fixed", "6", "6", "200"],
+      ["token-bucket", "6", "6", "200"],
+    ]);
+    // "As soon as the bar starts again, press Hit six more times": 32.5 s.
+    await page.clock.pauseAt(32_500);
+    for (let n = 0; n < 6; n++) await hit.click();
+    // Only the fixed window let the second six in: 12 within one second. The floating window
+    // still counts 6 × 7.5/8 = 5.625, close to the log's exact 6.
+    assert.deepEqual(await shownRows(widget), [
+      ["floating", "5.625", "6", "429 Retry-After: 1"],
+      ["sliding-log", "6", "6", "429 Retry-After: 7"],
+      ["fixed", "6", "12", "200"],
+      ["token-bucket", "5.25", "6", "429 Retry-After: 1"],
+    ]);
+    assert.equal(await widget.locator('[part~="row"][data-algorithm="fixed"] [part~="over"]').textContent(), "2× the limit");
+    await widget.screenshot({ path: join(ARTIFACTS, "compare.png") });
+    assert.deepEqual(problems, []);
+    await close();
+  });
+
+  it("plays 'wrongly allowed', then after Reset 'wrongly limited', as the chapter tells the reader to", async () => {
+    await chapterSays("Where the floating window's estimate is wrong", [
+      "Press **Reset**. When the bar is nearly full, press **Hit** six times; then once more when the bar is about half full again.",
+      "the floating window let 7 tokens in within 8 seconds.",
+      "Press **Reset**. As soon as the bar starts again, press **Hit** six times, as fast as you can; when it starts again after that, press once more within about a second.",
+      "The log answers 200",
+      "answers 429.",
+    ]);
+    const { page, problems, close } = await openChapterWidget();
+    const widget = page.locator("rate-limit-demo[compare]");
+    const hit = widget.locator('[part~="hit"]');
+    const reset = widget.locator('[part~="reset"]');
+    const counts = () =>
+      Promise.all(["wrongly-allowed", "wrongly-limited"].map((part) => widget.locator(`[part~="${part}"]`).textContent()));
+    /** The floating window's and the log's rows, which the disagreement is between. */
+    const floatingAndLog = async () => (await shownRows(widget)).filter(([name]) => name === "floating" || name === "sliding-log");
+
+    // Wrongly allowed. "Press Reset. When the bar is nearly full, press Hit six times": 47.5 s,
+    // in the window 40–48 s.
+    await page.clock.pauseAt(40_000);
+    await reset.click();
+    await page.clock.pauseAt(47_500);
+    for (let n = 0; n < 6; n++) await hit.click();
+    // "then once more when the bar is about half full again": 52 s. The floating window
+    // counts 6 × 4/8 = 3 and lets it in (used 4): 7 let in within 4.5 s. The log holds all
+    // six until 55.5 s.
+    await page.clock.pauseAt(52_000);
+    await hit.click();
+    assert.deepEqual(await floatingAndLog(), [
+      ["floating", "4", "7", "200"],
+      ["sliding-log", "6", "6", "429 Retry-After: 4"],
+    ]);
+    assert.deepEqual(await counts(), ["1", "0"]);
+
+    // Wrongly limited. "Press Reset. As soon as the bar starts again, press Hit six times, as
+    // fast as you can": 56.2 s, in the window 56–64 s.
+    await page.clock.pauseAt(53_000);
+    await reset.click();
+    assert.deepEqual(await counts(), ["0", "0"]);
+    await page.clock.pauseAt(56_200);
+    for (let n = 0; n < 6; n++) await hit.click();
+    // "when it starts again after that, press once more within about a second": 64.8 s. The
+    // log let the six go at 64.2 s; the floating window still counts 6 × 7.2/8 = 5.4, though
+    // it let none in during the last 8 s.
+    await page.clock.pauseAt(64_800);
+    await hit.click();
+    assert.deepEqual(await floatingAndLog(), [
+      ["floating", "5.4", "0", "429 Retry-After: 1"],
+      ["sliding-log", "1", "1", "200"],
+    ]);
+    assert.deepEqual(await counts(), ["0", "1"]);
+    assert.deepEqual(problems, []);
+    await close();
   });
 });
