@@ -80,10 +80,12 @@ accuracy:
 	@cat target/accuracy.md
 
 # The docs site: the mdBook in docs/, built into target/docs/ with the widget embedded the
-# way docs/src/embedding.md tells a docs author to: the package's dist/ files copied beside
-# the chapters (gitignored here), then mdbook build.
+# way docs/src/embedding.md tells a docs author to: the widget's reference generated from the
+# package's manifest and types, the package's dist/ files copied beside the chapters
+# (gitignored here), then mdbook build.
 docs: package
 	@scripts/setup.sh book
+	node scripts/reference.mjs --write docs/src/reference.md
 	cp $(PACKAGE_DIR)/dist/*.js $(PACKAGE_DIR)/dist/*.wasm docs/src/
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"

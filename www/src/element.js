@@ -108,10 +108,10 @@ function message(error) {
  * @cssprop --rate-limit-demo-allowed - 200 answers and allowed hits.
  * @cssprop --rate-limit-demo-denied - 429 answers, denied hits, a full gauge.
  * @cssprop --rate-limit-demo-background - The card.
- * @cssprop --rate-limit-demo-foreground - Text.
+ * @cssprop --rate-limit-demo-foreground - The colour of text.
  * @cssprop --rate-limit-demo-muted - Labels and secondary text.
  * @cssprop --rate-limit-demo-border - Borders and window boundaries.
- * @cssprop --rate-limit-demo-font - Text.
+ * @cssprop --rate-limit-demo-font - The font of text (numbers use the mono font).
  * @cssprop --rate-limit-demo-mono-font - Numbers, the formula and the HTTP answer.
  * @cssprop --rate-limit-demo-radius - Corners.
  */
@@ -236,7 +236,7 @@ export class RateLimitDemo extends Base {
     return this.#ready;
   }
 
-  /** @type {string} */
+  /** The `limit` attribute, or `6/8s` when it is absent. @type {string} */
   get limit() {
     return this.getAttribute("limit") ?? DEFAULT_LIMIT;
   }
@@ -268,7 +268,7 @@ export class RateLimitDemo extends Base {
     this.#reflect("cost", value);
   }
 
-  /** @type {string | null} */
+  /** The `costs` attribute as written, or null for none. @type {string | null} */
   get costs() {
     return this.getAttribute("costs");
   }
