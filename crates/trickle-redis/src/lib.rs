@@ -27,8 +27,10 @@
 //!
 //! Redis's Lua numbers are doubles, exact for integers up to 2^53, so a limit is refused at
 //! construction when the script's largest product could leave that range
-//! ([`RedisLimitError`]), a time beyond 2^53 ms is refused before any script runs, and a
-//! `record` that would take a bucket beyond it is refused and charges nothing.
+//! ([`RedisLimitError::TooLarge`]; `N × W` at most 2^52 for the floating window,
+//! [`RedisLimiter::max_scaled`]), a time beyond 2^53 ms is refused before
+//! any script runs, and a `record` that would take a bucket beyond it is refused and
+//! charges nothing ([`RedisError::RecordOutOfRange`]).
 //!
 //! # When Redis fails
 //!
@@ -56,6 +58,5 @@ mod limiter;
 mod store;
 
 pub use errors::{RedisError, RedisLimitError};
-pub use floating::MAX_SCALED;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
 pub use store::RedisStore;

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
 use trickle::{Algorithm, FloatingWindow, Limit};
-use trickle_redis::{RedisLimiter, MAX_SCALED, MAX_TIME_MS};
+use trickle_redis::{RedisLimiter, MAX_TIME_MS};
 
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -30,8 +30,9 @@ enum Step {
 /// Mostly small limits, so traces cross many windows; some larger; and limits at the 2^53
 /// bound (N × W = 2^52 or just under), with short and long windows.
 fn limit() -> impl Strategy<Value = Limit> {
-    let at_bound = (1..=1u64 << 30, 0..=2u64).prop_map(|(window_ms, under)| {
-        let tokens = (MAX_SCALED as u64 / window_ms).saturating_sub(under).max(1);
+    let max_scaled = RedisLimiter::max_scaled(Algorithm::Floating).expect("Redis runs it") as u64;
+    let at_bound = (1..=1u64 << 30, 0..=2u64).prop_map(move |(window_ms, under)| {
+        let tokens = (max_scaled / window_ms).saturating_sub(under).max(1);
         (tokens, window_ms)
     });
     let long_window = (1..=4u64, 1..=1u64 << 50);
