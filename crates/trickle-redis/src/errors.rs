@@ -20,7 +20,7 @@ pub enum RedisLimitError {
     },
     /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
     BadPrefix { prefix: String },
-    /// The algorithm has no Redis script: Redis runs floating and fixed.
+    /// The algorithm has no Redis script: Redis runs floating, fixed and token-bucket.
     Unsupported { algorithm: Algorithm },
 }
 

@@ -8,14 +8,15 @@ use redis::{ConnectionLike, Script, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
-use crate::{fixed, floating};
+use crate::{fixed, floating, token_bucket};
 
 /// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
 pub const MAX_TIME_MS: u64 = 1 << 53;
 
 /// How long a bucket outlives its usefulness in Redis, in ms. Each script works out when
 /// the state it writes stops counting on the caller's clock (for the floating window the
-/// end of the next window, for the fixed window the end of this one) and expires the key that long after, plus this grace:
+/// end of the next window, for the fixed window the end of this one, for the token bucket
+/// the moment it is full again) and expires the key that long after, plus this grace:
 /// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
 /// this much still find it.
 pub const EXPIRY_GRACE_MS: u64 = 1_000;
@@ -94,15 +95,15 @@ impl RedisLimiter {
     /// not run the algorithm.
     ///
     /// - floating: 2^52, as its sums reach `2 × N × W`;
-    /// - fixed: 2^53 − 1, as its sums reach `N × W` and a request that never fits reaches
-    ///   the script as cost N + 1.
+    /// - fixed and token-bucket: 2^53 − 1, as their sums reach `N × W` and a request that
+    ///   never fits reaches the script as cost N + 1.
     ///
     /// ```
     /// use trickle::Algorithm;
     /// use trickle_redis::RedisLimiter;
     ///
     /// assert_eq!(RedisLimiter::max_scaled(Algorithm::Floating), Some(1 << 52));
-    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::Fixed), Some((1 << 53) - 1));
+    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::TokenBucket), Some((1 << 53) - 1));
     /// ```
     pub fn max_scaled(algorithm: Algorithm) -> Option<u128> {
         script(algorithm).map(|(_, max_scaled)| max_scaled)
@@ -264,7 +265,8 @@ pub(crate) fn script(algorithm: Algorithm) -> Option<(&'static str, u128)> {
     match algorithm {
         Algorithm::Floating => Some((floating::SCRIPT, floating::MAX_SCALED)),
         Algorithm::Fixed => Some((fixed::SCRIPT, fixed::MAX_SCALED)),
-        Algorithm::SlidingLog | Algorithm::TokenBucket => None,
+        Algorithm::TokenBucket => Some((token_bucket::SCRIPT, token_bucket::MAX_SCALED)),
+        Algorithm::SlidingLog => None,
     }
 }
 

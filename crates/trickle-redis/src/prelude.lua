@@ -50,6 +50,15 @@ local function int(n)
     return string.format('%d', n)
 end
 
+-- floor(a / b) + (1 if b does not divide a): a + b − 1 could pass 2^53, so not that way.
+local function ceil_div(a, b)
+    local quotient = floor_div(a, b)
+    if math.fmod(a, b) > 0 then
+        quotient = quotient + 1
+    end
+    return quotient
+end
+
 -- Keeps the bucket for `ms` more, the time its state still matters (at most 2^53), and the
 -- grace. The sum is held at 2^53 ms, 285,000 years, so that it is written exactly.
 local function expire(ms)

@@ -1,7 +1,7 @@
 //! The floating window on a real redis-server: rows worked by hand (the core's own table,
 //! tests/floating_window.rs, where it needs only hits and limits Redis holds exactly), what
-//! the script writes and how long it keeps it, NOSCRIPT, Cluster slots, and the limits
-//! refused at construction.
+//! the script writes and how long it keeps it, NOSCRIPT, Cluster slots (of every
+//! algorithm's keys), and the limits refused at construction.
 
 mod common;
 
@@ -214,19 +214,32 @@ fn noscript_after_a_script_flush_is_recovered() {
 
 #[test]
 fn every_key_of_a_decision_is_in_the_slot_of_its_hash_tag() {
-    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "api").unwrap();
     // Known slots, as `CLUSTER KEYSLOT` gives them.
     assert_eq!(slot("123456789"), 12_739);
     assert_eq!(slot("{user1000}.following"), slot("{user1000}.followers"));
-    for key in ["user-42", "", "a}b", "{x}", "é", "42"] {
-        let redis_key = bucket.redis_key(key);
-        let tag = format!("api:{key}");
-        let tag_end = tag.find('}').unwrap_or(tag.len());
-        assert_eq!(
-            slot(&redis_key),
-            common::crc16(&tag.as_bytes()[..tag_end]) % 16_384,
-            "{redis_key}"
-        );
+    let buckets: Vec<RedisLimiter> = Algorithm::ALL
+        .into_iter()
+        .filter_map(|algorithm| RedisLimiter::new(algorithm, limit("6/8s"), "api").ok())
+        .collect();
+    assert!(
+        buckets.len() >= 3,
+        "floating, fixed and token-bucket run on Redis"
+    );
+    for bucket in &buckets {
+        for key in ["user-42", "", "a}b", "{x}", "é", "42"] {
+            let redis_key = bucket.redis_key(key);
+            assert!(
+                redis_key.ends_with(&format!(":{}", bucket.algorithm().name())),
+                "{redis_key}"
+            );
+            let tag = format!("api:{key}");
+            let tag_end = tag.find('}').unwrap_or(tag.len());
+            assert_eq!(
+                slot(&redis_key),
+                common::crc16(&tag.as_bytes()[..tag_end]) % 16_384,
+                "{redis_key}"
+            );
+        }
     }
 }
 
