@@ -65,6 +65,10 @@ const ROWS: &[Row] = &[
     // The backwards hit refilled nothing: 1334 ms after 5000 one token is back.
     ("time backwards refills nothing",            "6/8s", &[H(5_000, 6), H(1_000, 1)], (6_334, 1), ALLOWED,   "6.000", 0),
     ("a gap of many windows refills to N",        "6/8s", &[H(0, 6), H(8_000, 6)], (800_000, 6), ALLOWED,    "6.000", 0),
+    // One token out is 8000 (scaled); 6 a ms give it back in ceil(8000 / 6) = 1334 ms,
+    // when 8004 have come back: full, not past full. 2 are still out 1 ms earlier.
+    ("1 ms before full again",                    "6/8s", &[H(0, 1)],         (1_333, 6),     denied(1),      "0.000", 5),
+    ("full again the ms N × gap first covers it", "6/8s", &[H(0, 1)],         (1_334, 6),     ALLOWED,        "6.000", 0),
     // N × W = 2^53 − 1, the largest allowed: N tokens back every ms.
     ("N × W = 2^53 − 1, empty",                   "9007199254740991/1ms", &[H(0, 9_007_199_254_740_991)], (0, 1), denied(1), "9007199254740991.000", 0),
     ("N × W = 2^53 − 1, full 1 ms later",         "9007199254740991/1ms", &[H(0, 9_007_199_254_740_991)], (1, 9_007_199_254_740_991), ALLOWED, "9007199254740991.000", 0),
