@@ -5,44 +5,78 @@ use std::fmt;
 
 use trickle::{Algorithm, Limit};
 
+use crate::limiter::script;
+
 /// A limit or key prefix that the Redis backend refuses at construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RedisLimitError {
-    /// `2 × N × W` is above 2^53: the script's sums would leave the integers a double holds
-    /// exactly.
-    TooLarge { limit: Limit },
+    /// `N × W` is above the algorithm's `max_scaled` (see
+    /// [`RedisLimiter::max_scaled`](crate::RedisLimiter::max_scaled)): the script's sums
+    /// would leave the integers a double holds exactly.
+    TooLarge {
+        algorithm: Algorithm,
+        limit: Limit,
+        max_scaled: u128,
+    },
     /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
     BadPrefix { prefix: String },
-    /// The algorithm has no Redis script.
+    /// The algorithm has no Redis script: Redis runs floating, fixed and token-bucket.
     Unsupported { algorithm: Algorithm },
 }
 
 impl fmt::Display for RedisLimitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RedisLimitError::TooLarge { limit } => write!(
+            RedisLimitError::TooLarge {
+                algorithm,
+                limit,
+                max_scaled,
+            } => write!(
                 f,
-                "limit {limit} is too large for Redis: 2 × tokens × window_ms must be at most \
-                 2^53 = 9007199254740992 so that Lua's numbers stay exact, got 2 × {} × {} = {}; \
-                 lower the tokens or the window",
+                "limit {limit} is too large for the {algorithm} algorithm on Redis: \
+                 tokens × window_ms must be at most {max_scaled} ({}) for its script's \
+                 numbers to stay within 2^53, where Lua's doubles stop being exact; got \
+                 {} × {} = {}; lower the tokens or the window",
+                power_of_two(*max_scaled),
                 limit.tokens(),
                 limit.window_ms(),
-                2 * u128::from(limit.tokens()) * u128::from(limit.window_ms()),
+                u128::from(limit.tokens()) * u128::from(limit.window_ms()),
             ),
             RedisLimitError::BadPrefix { prefix } => write!(
                 f,
                 "key prefix {prefix:?} cannot be a Redis Cluster hash tag: it must be \
                  non-empty and hold no '{{' or '}}'"
             ),
-            RedisLimitError::Unsupported { algorithm } => write!(
-                f,
-                "the {algorithm} algorithm has no Redis script yet; the Redis backend runs: floating"
-            ),
+            RedisLimitError::Unsupported { algorithm } => {
+                write!(
+                    f,
+                    "the {algorithm} algorithm has no Redis script yet; the Redis backend runs: "
+                )?;
+                let supported = Algorithm::ALL.iter().filter(|a| script(**a).is_some());
+                for (i, supported) in supported.enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{supported}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
 
 impl std::error::Error for RedisLimitError {}
+
+/// `2^k` or `2^k − 1` for the bounds the scripts have, else the number itself.
+fn power_of_two(n: u128) -> String {
+    if n.is_power_of_two() {
+        format!("2^{}", n.ilog2())
+    } else if (n + 1).is_power_of_two() {
+        format!("2^{} − 1", (n + 1).ilog2())
+    } else {
+        n.to_string()
+    }
+}
 
 /// A decision that could not be made; the caller chooses whether to let the request through
 /// (fail open: the limit is not enforced while Redis is away) or refuse it (fail closed: no

@@ -35,10 +35,17 @@ end
 -- at most (previous + current) × W ≤ 2^53 after records.
 local used = previous * (window - elapsed) + current * window
 
+-- The counters of the window of `at` count until the end of the window after it, 2W − e
+-- from now (at most 2^53, as W ≤ 2^52); a write of `seen` alone keeps counters of that
+-- window or an earlier one, which stop counting no later.
+local function keep()
+    expire(2 * window - elapsed)
+end
+
 local function save()
     redis.call('HSET', KEYS[1], 'previous', int(previous), 'current', int(current),
         'counted', int(at), 'seen', int(at))
-    redis.call('PEXPIRE', KEYS[1], ttl)
+    keep()
 end
 
 if op == 'record' then
@@ -88,7 +95,7 @@ elseif outcome == 0 and cost > 0 then
     save()
 elseif at > seen then
     redis.call('HSET', KEYS[1], 'seen', int(at))
-    redis.call('PEXPIRE', KEYS[1], ttl)
+    keep()
 end
 
 return {outcome, used, at, wait, now, 1, previous, current, elapsed}

@@ -6,22 +6,10 @@
 //! `previous × (W − e) + current × W` with `(N − cost) × W`, and for a denial find the first
 //! millisecond that fits with the same floor division the core makes.
 
-use trickle::Limit;
-
-use crate::errors::RedisLimitError;
-
 /// 2^52: the largest `N × W` a floating window may have. The script's largest number is
 /// `used × W = previous × (W − e) + current × W ≤ 2 × N × W`, as a hit never lets a counter
 /// pass N, and doubles hold every integer up to 2^53 exactly. A `record` that would take
 /// `(previous + current) × W` past 2^53 is refused.
-pub const MAX_SCALED: u128 = 1 << 52;
+pub(crate) const MAX_SCALED: u128 = 1 << 52;
 
 pub(crate) const SCRIPT: &str = concat!(include_str!("prelude.lua"), include_str!("floating.lua"));
-
-/// Refuses a limit whose products could leave the integers a double holds exactly.
-pub(crate) fn check(limit: Limit) -> Result<(), RedisLimitError> {
-    if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > MAX_SCALED {
-        return Err(RedisLimitError::TooLarge { limit });
-    }
-    Ok(())
-}

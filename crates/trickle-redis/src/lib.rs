@@ -7,6 +7,17 @@
 //! request is allowed. [`RedisLimiter`] picks the algorithm at run time, as the core's
 //! [`trickle::Limiter`]; [`RedisStore`] is the core's [`trickle::Store`] over Redis.
 //!
+//! Redis runs three of the core's algorithms, each with `hit`, `peek` and `record`:
+//!
+//! - `floating`, [`Algorithm::Floating`](trickle::Algorithm::Floating): two counters in a
+//!   hash, kept until the end of the window after the latest spend;
+//! - `fixed`, [`Algorithm::Fixed`](trickle::Algorithm::Fixed): one counter, kept until the
+//!   end of its window;
+//! - `token-bucket`, [`Algorithm::TokenBucket`](trickle::Algorithm::TokenBucket): the
+//!   tokens taken out, whole and in 1/W parts, kept until the bucket is full again.
+//!
+//! The sliding log is refused with [`RedisLimitError::Unsupported`].
+//!
 //! # Time
 //!
 //! By default time is the caller's clock, passed in as integer milliseconds as in the core;
@@ -27,8 +38,10 @@
 //!
 //! Redis's Lua numbers are doubles, exact for integers up to 2^53, so a limit is refused at
 //! construction when the script's largest product could leave that range
-//! ([`RedisLimitError`]), a time beyond 2^53 ms is refused before any script runs, and a
-//! `record` that would take a bucket beyond it is refused and charges nothing.
+//! ([`RedisLimitError::TooLarge`]; `N × W` at most 2^52 for the floating window, 2^53 − 1
+//! for the others, [`RedisLimiter::max_scaled`]), a time beyond 2^53 ms is refused before
+//! any script runs, and a `record` that would take a bucket beyond it is refused and
+//! charges nothing ([`RedisError::RecordOutOfRange`]).
 //!
 //! # When Redis fails
 //!
@@ -52,12 +65,13 @@
 
 mod errors;
 mod failure;
+mod fixed;
 mod floating;
 mod limiter;
 mod store;
+mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use failure::{Admission, OnFailure};
-pub use floating::MAX_SCALED;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
 pub use store::RedisStore;

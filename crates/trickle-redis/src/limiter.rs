@@ -8,13 +8,15 @@ use redis::{ConnectionLike, Script, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
-use crate::floating;
+use crate::{fixed, floating, token_bucket};
 
 /// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
 pub const MAX_TIME_MS: u64 = 1 << 53;
 
-/// How long a bucket outlives its usefulness in Redis, in ms. Its state stops counting a
-/// while after the last write on the caller's clock (two windows for the floating window);
+/// How long a bucket outlives its usefulness in Redis, in ms. Each script works out when
+/// the state it writes stops counting on the caller's clock (for the floating window the
+/// end of the next window, for the fixed window the end of this one, for the token bucket
+/// the moment it is full again) and expires the key that long after, plus this grace:
 /// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
 /// this much still find it.
 pub const EXPIRY_GRACE_MS: u64 = 1_000;
@@ -56,9 +58,10 @@ pub struct RedisLimiter {
 impl RedisLimiter {
     /// A limiter of `algorithm` under `limit`, whose keys start with `{prefix:`.
     ///
-    /// Refused when the limit is too large for the algorithm's script to stay exact in
-    /// Lua's doubles (for the floating window, `N × W` above 2^52, [`floating::MAX_SCALED`]),
-    /// and when the prefix is empty or holds a brace.
+    /// Refused when Redis does not run the algorithm, when the limit is too large for the
+    /// algorithm's script to stay exact in Lua's doubles (`N × W` above
+    /// [`max_scaled`](RedisLimiter::max_scaled)), and when the prefix is empty or holds a
+    /// brace.
     pub fn new(
         algorithm: Algorithm,
         limit: Limit,
@@ -69,20 +72,41 @@ impl RedisLimiter {
                 prefix: prefix.to_string(),
             });
         }
-        let script = match algorithm {
-            Algorithm::Floating => {
-                floating::check(limit)?;
-                floating::SCRIPT
-            }
-            _ => return Err(RedisLimitError::Unsupported { algorithm }),
-        };
+        let (text, max_scaled) =
+            script(algorithm).ok_or(RedisLimitError::Unsupported { algorithm })?;
+        if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > max_scaled {
+            return Err(RedisLimitError::TooLarge {
+                algorithm,
+                limit,
+                max_scaled,
+            });
+        }
         Ok(RedisLimiter {
             algorithm,
             limit,
             prefix: prefix.to_string(),
             clock: Clock::Caller,
-            script: Script::new(script),
+            script: Script::new(text),
         })
+    }
+
+    /// The largest `N × W` (tokens × window in ms) for which `algorithm`'s script stays
+    /// exact in Lua's doubles, which hold every integer up to 2^53; `None` when Redis does
+    /// not run the algorithm.
+    ///
+    /// - floating: 2^52, as its sums reach `2 × N × W`;
+    /// - fixed and token-bucket: 2^53 − 1, as their sums reach `N × W` and a request that
+    ///   never fits reaches the script as cost N + 1.
+    ///
+    /// ```
+    /// use trickle::Algorithm;
+    /// use trickle_redis::RedisLimiter;
+    ///
+    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::Floating), Some(1 << 52));
+    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::TokenBucket), Some((1 << 53) - 1));
+    /// ```
+    pub fn max_scaled(algorithm: Algorithm) -> Option<u128> {
+        script(algorithm).map(|(_, max_scaled)| max_scaled)
     }
 
     /// The same limiter deciding on `clock`.
@@ -182,7 +206,7 @@ impl RedisLimiter {
             .arg(window_ms)
             .arg(now_ms)
             .arg(script_cost)
-            .arg(self.ttl_ms())
+            .arg(EXPIRY_GRACE_MS)
             .arg(match op {
                 Op::Hit => "hit",
                 Op::Peek => "peek",
@@ -194,12 +218,6 @@ impl RedisLimiter {
             })
             .invoke(conn)?;
         self.read_reply(&reply, cost)
-    }
-
-    /// How long a bucket's state may still matter after its last write: two windows for
-    /// the floating window, whose counters last that long.
-    fn ttl_ms(&self) -> u64 {
-        2 * self.limit.window_ms() + EXPIRY_GRACE_MS
     }
 
     /// The nine integers every script returns: outcome, used × W, the time decided at, the
@@ -238,6 +256,17 @@ impl RedisLimiter {
                 window_ms,
             }),
         })
+    }
+}
+
+/// The algorithm's script and the largest `N × W` it decides exactly; `None` for an
+/// algorithm Redis does not run.
+pub(crate) fn script(algorithm: Algorithm) -> Option<(&'static str, u128)> {
+    match algorithm {
+        Algorithm::Floating => Some((floating::SCRIPT, floating::MAX_SCALED)),
+        Algorithm::Fixed => Some((fixed::SCRIPT, fixed::MAX_SCALED)),
+        Algorithm::TokenBucket => Some((token_bucket::SCRIPT, token_bucket::MAX_SCALED)),
+        Algorithm::SlidingLog => None,
     }
 }
 

@@ -1,10 +1,12 @@
 -- What every algorithm's script shares; the script's own text follows this one.
 --
 -- KEYS[1]  the bucket's hash.
--- ARGV     tokens N, window W (ms), now (ms), cost, ttl (ms), the operation ("hit",
+-- ARGV     tokens N, window W (ms), now (ms), cost (a hit's or peek's cost above N comes
+--          as N + 1, which decides alike), grace (ms), the operation ("hit",
 --          "peek": decide without spending or writing anything, "record": charge after
 --          the fact, whether it fits or not), and the clock ("caller", or "server" to
---          decide at the server's TIME, ignoring ARGV[3]).
+--          decide at the server's TIME, ignoring ARGV[3]). Each script keeps its key
+--          until its state can no longer matter, plus the grace.
 --
 -- Lua numbers are doubles, exact for integers up to 2^53. The caller checked the limit
 -- against the algorithm's bound and the time against 2^53, so every sum and product the
@@ -21,7 +23,7 @@ local tokens = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local cost = tonumber(ARGV[4])
-local ttl = ARGV[5]
+local grace = tonumber(ARGV[5])
 local op = ARGV[6]
 
 -- 2^53, the largest integer below which every integer is a double.
@@ -46,4 +48,23 @@ end
 
 local function int(n)
     return string.format('%d', n)
+end
+
+-- floor(a / b) + (1 if b does not divide a): a + b − 1 could pass 2^53, so not that way.
+local function ceil_div(a, b)
+    local quotient = floor_div(a, b)
+    if math.fmod(a, b) > 0 then
+        quotient = quotient + 1
+    end
+    return quotient
+end
+
+-- Keeps the bucket for `ms` more, the time its state still matters (at most 2^53), and the
+-- grace. The sum is held at 2^53 ms, 285,000 years, so that it is written exactly.
+local function expire(ms)
+    local total = EXACT
+    if ms <= EXACT - grace then
+        total = ms + grace
+    end
+    redis.call('PEXPIRE', KEYS[1], int(total))
 end

@@ -1,7 +1,7 @@
 //! The floating window on a real redis-server: rows worked by hand (the core's own table,
 //! tests/floating_window.rs, where it needs only hits and limits Redis holds exactly), what
-//! the script writes and how long it keeps it, NOSCRIPT, Cluster slots, and the limits
-//! refused at construction.
+//! the script writes and how long it keeps it, NOSCRIPT, Cluster slots (of every
+//! algorithm's keys), and the limits refused at construction.
 
 mod common;
 
@@ -176,18 +176,21 @@ fn a_request_that_spends_nothing_leaves_the_counters_alone() {
 }
 
 #[test]
-fn state_expires_two_windows_after_its_last_write() {
+fn state_expires_when_the_window_after_its_last_write_ends() {
     let server = RedisServer::start();
     let mut conn = server.connect();
     let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "ttl").unwrap();
     let key = bucket.redis_key("k");
-    bucket.hit(&mut conn, "k", 0, 1).unwrap();
-    let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
-    let most = (2 * 8_000 + EXPIRY_GRACE_MS) as i64;
-    assert!(
-        ttl > most - 1_000 && ttl <= most,
-        "PTTL {ttl}, want near {most}"
-    );
+    // Counters written at 0 count until 16000; written at 3000, still until 16000.
+    for (t, until) in [(0, 16_000), (3_000, 16_000)] {
+        bucket.hit(&mut conn, "k", t, 1).unwrap();
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
+        let most = (until - t + EXPIRY_GRACE_MS) as i64;
+        assert!(
+            ttl > most - 1_000 && ttl <= most,
+            "at {t}: PTTL {ttl}, want near {most}"
+        );
+    }
 
     // A request that writes nothing leaves no key behind.
     bucket.hit(&mut conn, "fresh", 0, 7).unwrap();
@@ -211,25 +214,39 @@ fn noscript_after_a_script_flush_is_recovered() {
 
 #[test]
 fn every_key_of_a_decision_is_in_the_slot_of_its_hash_tag() {
-    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "api").unwrap();
     // Known slots, as `CLUSTER KEYSLOT` gives them.
     assert_eq!(slot("123456789"), 12_739);
     assert_eq!(slot("{user1000}.following"), slot("{user1000}.followers"));
-    for key in ["user-42", "", "a}b", "{x}", "é", "42"] {
-        let redis_key = bucket.redis_key(key);
-        let tag = format!("api:{key}");
-        let tag_end = tag.find('}').unwrap_or(tag.len());
-        assert_eq!(
-            slot(&redis_key),
-            common::crc16(&tag.as_bytes()[..tag_end]) % 16_384,
-            "{redis_key}"
-        );
+    let buckets: Vec<RedisLimiter> = Algorithm::ALL
+        .into_iter()
+        .filter_map(|algorithm| RedisLimiter::new(algorithm, limit("6/8s"), "api").ok())
+        .collect();
+    assert!(
+        buckets.len() >= 3,
+        "floating, fixed and token-bucket run on Redis"
+    );
+    for bucket in &buckets {
+        for key in ["user-42", "", "a}b", "{x}", "é", "42"] {
+            let redis_key = bucket.redis_key(key);
+            assert!(
+                redis_key.ends_with(&format!(":{}", bucket.algorithm().name())),
+                "{redis_key}"
+            );
+            let tag = format!("api:{key}");
+            let tag_end = tag.find('}').unwrap_or(tag.len());
+            assert_eq!(
+                slot(&redis_key),
+                common::crc16(&tag.as_bytes()[..tag_end]) % 16_384,
+                "{redis_key}"
+            );
+        }
     }
 }
 
 #[test]
 fn a_limit_beyond_2_pow_53_is_refused_with_what_is_allowed() {
     // 2 × 2^26 × 2^26 = 2^53: the largest allowed. One token or 1 ms more is refused.
+    assert_eq!(RedisLimiter::max_scaled(Algorithm::Floating), Some(1 << 52));
     assert!(RedisLimiter::new(
         Algorithm::Floating,
         Limit::new(1 << 26, 1 << 26).unwrap(),
@@ -245,20 +262,29 @@ fn a_limit_beyond_2_pow_53_is_refused_with_what_is_allowed() {
     assert_eq!(
         err,
         RedisLimitError::TooLarge {
-            limit: Limit::new((1 << 26) + 1, 1 << 26).unwrap()
+            algorithm: Algorithm::Floating,
+            limit: Limit::new((1 << 26) + 1, 1 << 26).unwrap(),
+            max_scaled: 1 << 52,
         }
     );
     assert_eq!(
         err.to_string(),
-        "limit 67108865/67108864ms is too large for Redis: 2 × tokens × window_ms must be at \
-         most 2^53 = 9007199254740992 so that Lua's numbers stay exact, got 2 × 67108865 × \
-         67108864 = 9007199388958720; lower the tokens or the window"
+        "limit 67108865/67108864ms is too large for the floating algorithm on Redis: \
+         tokens × window_ms must be at most 4503599627370496 (2^52) for its script's numbers \
+         to stay within 2^53, where Lua's doubles stop being exact; got 67108865 × 67108864 \
+         = 4503599694479360; lower the tokens or the window"
     );
+    assert!(RedisLimiter::new(
+        Algorithm::Floating,
+        Limit::new(1 << 26, (1 << 26) + 1).unwrap(),
+        "p"
+    )
+    .is_err());
     let err =
         RedisLimiter::new(Algorithm::Floating, limit("18446744073709551615/1h"), "p").unwrap_err();
     assert!(err
         .to_string()
-        .starts_with("limit 18446744073709551615/1h is too large for Redis"));
+        .starts_with("limit 18446744073709551615/1h is too large for the floating algorithm"));
 
     let err = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "a{b").unwrap_err();
     assert_eq!(

@@ -206,3 +206,65 @@ pub fn slot(key: &str) -> u16 {
         .unwrap_or(key);
     crc16(hashed.as_bytes()) % 16384
 }
+
+/// One request of a hand-worked table: a hit or a record, at a time, of a cost.
+#[derive(Debug, Clone, Copy)]
+pub enum Op {
+    /// `hit(t, cost)`.
+    H(u64, u64),
+    /// `record(t, cost)`.
+    R(u64, u64),
+}
+
+/// name, limit, requests before, probe hit (t, cost), outcome, used shown, remaining.
+pub type Row = (
+    &'static str,
+    &'static str,
+    &'static [Op],
+    (u64, u64),
+    trickle::Outcome,
+    &'static str,
+    u64,
+);
+
+/// Runs every row on a fresh key through Redis and through the core: the requests before
+/// must agree with the core, and the probe must give the row's numbers and the core's
+/// decision. Collects every failing row before failing.
+pub fn check_rows(algorithm: trickle::Algorithm, rows: &[Row]) {
+    let server = RedisServer::start();
+    let mut conn = server.connect();
+    let mut failures = Vec::new();
+    for (row, &(name, text, before, (t, cost), outcome, used, remaining)) in rows.iter().enumerate()
+    {
+        let limit: trickle::Limit = text.parse().expect("a valid limit");
+        let redis = trickle_redis::RedisLimiter::new(algorithm, limit, "table")
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let mut core = trickle::Limiter::with_algorithm(algorithm, limit);
+        let key = format!("row-{row}");
+        for &op in before {
+            let (got, want) = match op {
+                Op::H(at, spend) => (redis.hit(&mut conn, &key, at, spend), core.hit(at, spend)),
+                Op::R(at, spend) => (
+                    redis.record(&mut conn, &key, at, spend),
+                    core.record(at, spend),
+                ),
+            };
+            assert_eq!(got.expect("redis"), want, "{name}: setting up with {op:?}");
+        }
+        let decision = redis.hit(&mut conn, &key, t, cost).expect("redis hit");
+        let got = (
+            decision.outcome,
+            decision.used.to_string(),
+            decision.remaining(),
+            decision.counters,
+        );
+        let want = (outcome, used.to_string(), remaining, None);
+        if got != want {
+            failures.push(format!("{name}: got {got:?}, want {want:?}"));
+        }
+        if decision != core.hit(t, cost) {
+            failures.push(format!("{name}: Redis and the core differ"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,77 @@
+-- The fixed window, decided as trickle's core decides it (src/fixed.rs).
+--
+-- The hash holds current (the tokens spent in the window of `counted`), counted (the time
+-- of the last spend) and seen (the latest time any request brought).
+--
+-- A request that spends nothing (denied, too large, cost 0, or a peek) leaves the counter
+-- alone and writes at most `seen`, and only when its time is later than any seen before:
+-- the core reads a clock that went backwards as the latest time seen. The core rolls its
+-- counter on every request; rolling here only when spending decides the same, because a
+-- request that spends nothing in a later window finds the counter empty either way.
+
+local stored = redis.call('HMGET', KEYS[1], 'current', 'counted', 'seen')
+local current = tonumber(stored[1]) or 0
+local counted = tonumber(stored[2]) or 0
+local seen = tonumber(stored[3]) or 0
+
+-- The effective time: a clock that went backwards reads as the latest time seen.
+local at = now
+if seen > at then
+    at = seen
+end
+
+-- The counter belongs to the window of `counted`; in any later window it is empty.
+local elapsed = math.fmod(at, window)
+if counted < at - elapsed then
+    current = 0
+end
+
+-- used × W = current × W: at most N × W after hits, at most 2^53 after records.
+local used = current * window
+
+-- The counter stops counting when the window of `at` ends, W − e from now.
+local function keep()
+    expire(window - elapsed)
+end
+
+local function save()
+    redis.call('HSET', KEYS[1], 'current', int(current), 'counted', int(at), 'seen', int(at))
+    keep()
+end
+
+if op == 'record' then
+    -- Charged whatever it is, as long as current × W stays exact.
+    if cost > floor_div(EXACT, window) - current then
+        return {3, used, at, 0, now, 0, 0, 0, 0}
+    end
+    current = current + cost
+    used = current * window
+    save()
+    return {0, used, at, 0, now, 0, 0, 0, 0}
+end
+
+local outcome, wait = 0, 0
+if cost == 0 then
+    outcome = 0
+elseif cost > tokens then
+    outcome = 2
+elseif used <= (tokens - cost) * window then
+    outcome = 0
+else
+    -- Nothing comes back before the window ends, and then everything does.
+    outcome = 1
+    wait = window - elapsed
+end
+
+if op == 'peek' then
+    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
+elseif outcome == 0 and cost > 0 then
+    current = current + cost
+    used = used + cost * window
+    save()
+elseif at > seen then
+    redis.call('HSET', KEYS[1], 'seen', int(at))
+    keep()
+end
+
+return {outcome, used, at, wait, now, 0, 0, 0, 0}
