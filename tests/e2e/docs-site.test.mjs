@@ -14,7 +14,10 @@ const DOCS = join(REPO, "target", "docs");
 const SOURCES = join(REPO, "docs", "src");
 const README_MOST_LINES = 250;
 
-/** The site's pages, relative to target/docs/: mdBook's own 404 page and print page aside. */
+/**
+ * The site's pages, relative to target/docs/: mdBook's own 404 page, print page (every
+ * chapter again) and table of contents (the sidebar, for readers without JavaScript) aside.
+ */
 async function pages() {
   if (!existsSync(join(DOCS, "index.html"))) {
     throw new Error("target/docs/index.html is missing: run `make docs` first");
@@ -23,7 +26,7 @@ async function pages() {
   return entries
     .filter((entry) => entry.isFile() && entry.name.endsWith(".html"))
     .map((entry) => entry.name)
-    .filter((name) => name !== "404.html" && name !== "print.html")
+    .filter((name) => !["404.html", "print.html", "toc.html"].includes(name))
     .sort();
 }
 
