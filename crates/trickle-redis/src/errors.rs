@@ -8,9 +8,9 @@ use trickle::{Algorithm, Limit};
 /// A limit or key prefix that the Redis backend refuses at construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RedisLimitError {
-    /// `2 × N × W` is above 2^53: the script's sums would leave the integers a double holds
-    /// exactly.
-    TooLarge { limit: Limit },
+    /// The script's largest number (`2 × N × W` for the floating window) would leave the
+    /// integers a double holds exactly, 2^53.
+    TooLarge { algorithm: Algorithm, limit: Limit },
     /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
     BadPrefix { prefix: String },
     /// The algorithm has no Redis script.
@@ -20,7 +20,7 @@ pub enum RedisLimitError {
 impl fmt::Display for RedisLimitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RedisLimitError::TooLarge { limit } => write!(
+            RedisLimitError::TooLarge { limit, .. } => write!(
                 f,
                 "limit {limit} is too large for Redis: 2 × tokens × window_ms must be at most \
                  2^53 = 9007199254740992 so that Lua's numbers stay exact, got 2 × {} × {} = {}; \

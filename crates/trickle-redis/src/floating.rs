@@ -6,7 +6,7 @@
 //! `previous × (W − e) + current × W` with `(N − cost) × W`, and for a denial find the first
 //! millisecond that fits with the same floor division the core makes.
 
-use trickle::Limit;
+use trickle::{Algorithm, Limit};
 
 use crate::errors::RedisLimitError;
 
@@ -21,7 +21,10 @@ pub(crate) const SCRIPT: &str = concat!(include_str!("prelude.lua"), include_str
 /// Refuses a limit whose products could leave the integers a double holds exactly.
 pub(crate) fn check(limit: Limit) -> Result<(), RedisLimitError> {
     if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > MAX_SCALED {
-        return Err(RedisLimitError::TooLarge { limit });
+        return Err(RedisLimitError::TooLarge {
+            algorithm: Algorithm::Floating,
+            limit,
+        });
     }
     Ok(())
 }

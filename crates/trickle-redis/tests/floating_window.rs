@@ -245,6 +245,7 @@ fn a_limit_beyond_2_pow_53_is_refused_with_what_is_allowed() {
     assert_eq!(
         err,
         RedisLimitError::TooLarge {
+            algorithm: Algorithm::Floating,
             limit: Limit::new((1 << 26) + 1, 1 << 26).unwrap()
         }
     );
