@@ -8,8 +8,8 @@ use trickle::{Algorithm, Limit};
 /// A limit or key prefix that the Redis backend refuses at construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RedisLimitError {
-    /// The script's largest number (`2 × N × W` for the floating window) would leave the
-    /// integers a double holds exactly, 2^53.
+    /// The script's largest number (`2 × N × W` for the floating window, `N × W` and N + 1
+    /// for the sliding log) would leave the integers a double holds exactly, 2^53.
     TooLarge { algorithm: Algorithm, limit: Limit },
     /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
     BadPrefix { prefix: String },
@@ -20,6 +20,18 @@ pub enum RedisLimitError {
 impl fmt::Display for RedisLimitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            RedisLimitError::TooLarge {
+                algorithm: Algorithm::SlidingLog,
+                limit,
+            } => write!(
+                f,
+                "limit {limit} is too large for the sliding log on Redis: tokens × window_ms \
+                 must be below 2^53 = 9007199254740992 so that Lua's numbers stay exact, got \
+                 {} × {} = {}; lower the tokens or the window",
+                limit.tokens(),
+                limit.window_ms(),
+                u128::from(limit.tokens()) * u128::from(limit.window_ms()),
+            ),
             RedisLimitError::TooLarge { limit, .. } => write!(
                 f,
                 "limit {limit} is too large for Redis: 2 × tokens × window_ms must be at most \
@@ -36,7 +48,7 @@ impl fmt::Display for RedisLimitError {
             ),
             RedisLimitError::Unsupported { algorithm } => write!(
                 f,
-                "the {algorithm} algorithm has no Redis script yet; the Redis backend runs: floating"
+                "the {algorithm} algorithm has no Redis script yet; the Redis backend runs: floating, sliding-log"
             ),
         }
     }

@@ -53,9 +53,11 @@
 mod errors;
 mod floating;
 mod limiter;
+mod sliding_log;
 mod store;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use floating::MAX_SCALED;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
+pub use sliding_log::MAX_LOG_SCALED;
 pub use store::RedisStore;

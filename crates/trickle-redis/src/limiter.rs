@@ -8,13 +8,14 @@ use redis::{ConnectionLike, Script, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
-use crate::floating;
+use crate::{floating, sliding_log};
 
 /// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
 pub const MAX_TIME_MS: u64 = 1 << 53;
 
 /// How long a bucket outlives its usefulness in Redis, in ms. Its state stops counting a
-/// while after the last write on the caller's clock (two windows for the floating window);
+/// while after the last write on the caller's clock (two windows for the floating window,
+/// one window after the newest entry for the sliding log);
 /// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
 /// this much still find it.
 pub const EXPIRY_GRACE_MS: u64 = 1_000;
@@ -42,8 +43,9 @@ pub enum Clock {
 /// A rate limiter whose buckets live in Redis, one key per bucket, all under one limit,
 /// with the algorithm chosen at run time.
 ///
-/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`; the braces make `PREFIX:KEY` its
-/// Redis Cluster hash tag, so every key one decision touches is in one slot.
+/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM` (and, for the sliding log, its list
+/// of entries `{PREFIX:KEY}:ALGORITHM:entries`); the braces make `PREFIX:KEY` their Redis
+/// Cluster hash tag, so every key one decision touches is in one slot.
 #[derive(Debug, Clone)]
 pub struct RedisLimiter {
     algorithm: Algorithm,
@@ -57,8 +59,9 @@ impl RedisLimiter {
     /// A limiter of `algorithm` under `limit`, whose keys start with `{prefix:`.
     ///
     /// Refused when the limit is too large for the algorithm's script to stay exact in
-    /// Lua's doubles (for the floating window, `N × W` above 2^52, [`floating::MAX_SCALED`]),
-    /// and when the prefix is empty or holds a brace.
+    /// Lua's doubles (for the floating window, `N × W` above 2^52, [`floating::MAX_SCALED`];
+    /// for the sliding log, above 2^53 − 1, [`sliding_log::MAX_LOG_SCALED`]), and when the
+    /// prefix is empty or holds a brace.
     pub fn new(
         algorithm: Algorithm,
         limit: Limit,
@@ -73,6 +76,10 @@ impl RedisLimiter {
             Algorithm::Floating => {
                 floating::check(limit)?;
                 floating::SCRIPT
+            }
+            Algorithm::SlidingLog => {
+                sliding_log::check(limit)?;
+                sliding_log::SCRIPT
             }
             _ => return Err(RedisLimitError::Unsupported { algorithm }),
         };
@@ -109,6 +116,19 @@ impl RedisLimiter {
     /// The Redis key holding `key`'s bucket: `{PREFIX:KEY}:ALGORITHM`.
     pub fn redis_key(&self, key: &str) -> String {
         format!("{{{}:{}}}:{}", self.prefix, key, self.algorithm.name())
+    }
+
+    /// Every Redis key a decision on `key` touches, the script's KEYS: the bucket first,
+    /// then the sliding log's list of entries. All share the bucket's hash tag.
+    pub fn redis_keys(&self, key: &str) -> Vec<String> {
+        let bucket = self.redis_key(key);
+        match self.algorithm {
+            Algorithm::SlidingLog => {
+                let entries = sliding_log::entries_key(&bucket);
+                vec![bucket, entries]
+            }
+            _ => vec![bucket],
+        }
     }
 
     /// Decides a request of `cost` tokens at `now_ms` for `key`, and spends the cost if it
@@ -177,7 +197,7 @@ impl RedisLimiter {
         };
         let reply: Value = self
             .script
-            .key(self.redis_key(key))
+            .key(self.redis_keys(key))
             .arg(tokens)
             .arg(window_ms)
             .arg(now_ms)
@@ -197,9 +217,13 @@ impl RedisLimiter {
     }
 
     /// How long a bucket's state may still matter after its last write: two windows for
-    /// the floating window, whose counters last that long.
+    /// the floating window, whose counters last that long. The sliding log's script works
+    /// out how long its newest entry still counts, which only it knows, and adds the grace.
     fn ttl_ms(&self) -> u64 {
-        2 * self.limit.window_ms() + EXPIRY_GRACE_MS
+        match self.algorithm {
+            Algorithm::SlidingLog => EXPIRY_GRACE_MS,
+            _ => 2 * self.limit.window_ms() + EXPIRY_GRACE_MS,
+        }
     }
 
     /// The nine integers every script returns: outcome, used × W, the time decided at, the

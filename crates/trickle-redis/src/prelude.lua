@@ -1,7 +1,8 @@
 -- What every algorithm's script shares; the script's own text follows this one.
 --
--- KEYS[1]  the bucket's hash.
--- ARGV     tokens N, window W (ms), now (ms), cost, ttl (ms), the operation ("hit",
+-- KEYS[1]  the bucket's hash; an algorithm's script lists any further keys it touches.
+-- ARGV     tokens N, window W (ms), now (ms), cost, ttl (ms: how long a write keeps the
+--          bucket, or what the script adds to its own reckoning), the operation ("hit",
 --          "peek": decide without spending or writing anything, "record": charge after
 --          the fact, whether it fits or not), and the clock ("caller", or "server" to
 --          decide at the server's TIME, ignoring ARGV[3]).
