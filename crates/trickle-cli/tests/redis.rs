@@ -208,7 +208,7 @@ fn a_command_line_redis_cannot_run_is_a_usage_error() {
         (
             // N × W = 2^60: past what the floating window's script holds exactly.
             &["replay", "--limit", "1152921504606846976/1ms", "--redis", &url],
-            "trickle: invalid --limit for --redis: limit 1152921504606846976/1ms is too large for Redis",
+            "trickle: invalid --limit for --redis: limit 1152921504606846976/1ms is too large for the floating algorithm on Redis",
         ),
     ];
     for (args, message) in cases {

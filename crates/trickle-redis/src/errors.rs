@@ -20,7 +20,7 @@ pub enum RedisLimitError {
     },
     /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
     BadPrefix { prefix: String },
-    /// The algorithm has no Redis script: Redis runs floating, fixed and token-bucket.
+    /// The algorithm has no Redis script (every algorithm of the core has one today).
     Unsupported { algorithm: Algorithm },
 }
 

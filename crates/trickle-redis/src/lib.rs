@@ -7,7 +7,7 @@
 //! request is allowed. [`RedisLimiter`] picks the algorithm at run time, as the core's
 //! [`trickle::Limiter`]; [`RedisStore`] is the core's [`trickle::Store`] over Redis.
 //!
-//! Redis runs three of the core's algorithms, each with `hit`, `peek` and `record`:
+//! Redis runs all four of the core's algorithms, each with `hit`, `peek` and `record`:
 //!
 //! - `floating`, [`Algorithm::Floating`](trickle::Algorithm::Floating): two counters in a
 //!   hash, kept until the end of the window after the latest spend;
@@ -16,7 +16,9 @@
 //! - `token-bucket`, [`Algorithm::TokenBucket`](trickle::Algorithm::TokenBucket): the
 //!   tokens taken out, whole and in 1/W parts, kept until the bucket is full again.
 //!
-//! The sliding log is refused with [`RedisLimitError::Unsupported`].
+//! - `sliding-log`, [`Algorithm::SlidingLog`](trickle::Algorithm::SlidingLog): the total
+//!   and the latest time in a hash, and beside it a list of `ms:cost` entries, oldest
+//!   first, pruned as they stop counting; both kept until the newest entry stops counting.
 //!
 //! # Time
 //!
@@ -68,6 +70,7 @@ mod failure;
 mod fixed;
 mod floating;
 mod limiter;
+mod sliding_log;
 mod store;
 mod token_bucket;
 

@@ -8,7 +8,7 @@ use redis::{ConnectionLike, Script, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
-use crate::{fixed, floating, token_bucket};
+use crate::{fixed, floating, sliding_log, token_bucket};
 
 /// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
 pub const MAX_TIME_MS: u64 = 1 << 53;
@@ -135,6 +135,20 @@ impl RedisLimiter {
         format!("{{{}:{}}}:{}", self.prefix, key, self.algorithm.name())
     }
 
+    /// Every Redis key `key`'s bucket uses, all in the hash tag `{PREFIX:KEY}` and so in
+    /// one Cluster slot: the bucket's own key, and for the sliding log the list of its
+    /// entries beside it (`{PREFIX:KEY}:sliding-log:entries`).
+    pub fn redis_keys(&self, key: &str) -> Vec<String> {
+        let bucket = self.redis_key(key);
+        match self.algorithm {
+            Algorithm::SlidingLog => {
+                let entries = sliding_log::entries_key(&bucket);
+                vec![bucket, entries]
+            }
+            _ => vec![bucket],
+        }
+    }
+
     /// Decides a request of `cost` tokens at `now_ms` for `key`, and spends the cost if it
     /// fits: the same [`Decision`] as the core's `hit` on the same requests.
     ///
@@ -201,7 +215,7 @@ impl RedisLimiter {
         };
         let reply: Value = self
             .script
-            .key(self.redis_key(key))
+            .key(self.redis_keys(key))
             .arg(tokens)
             .arg(window_ms)
             .arg(now_ms)
@@ -266,7 +280,7 @@ pub(crate) fn script(algorithm: Algorithm) -> Option<(&'static str, u128)> {
         Algorithm::Floating => Some((floating::SCRIPT, floating::MAX_SCALED)),
         Algorithm::Fixed => Some((fixed::SCRIPT, fixed::MAX_SCALED)),
         Algorithm::TokenBucket => Some((token_bucket::SCRIPT, token_bucket::MAX_SCALED)),
-        Algorithm::SlidingLog => None,
+        Algorithm::SlidingLog => Some((sliding_log::SCRIPT, sliding_log::MAX_SCALED)),
     }
 }
 

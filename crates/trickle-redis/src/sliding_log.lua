@@ -1,0 +1,144 @@
+-- The sliding log, decided as trickle's core decides it (src/sliding_log.rs).
+--
+-- KEYS[1]  the bucket's hash: total (the sum of the logged costs) and seen (the latest
+--          time any request brought).
+-- KEYS[2]  the log: a list of 'ms:cost' entries, one per millisecond with spending,
+--          oldest first. Spending is only ever logged at the latest time seen, so the list
+--          is sorted as it grows: its head is always the next entry to expire, expiry is
+--          trimming a prefix, and a second spend in the same millisecond merges into the
+--          tail. A sorted set would pay a score and an index per entry for that order.
+-- ARGV[5]  as for every script, the grace added to how long the newest entry still counts.
+--
+-- Tokens spent at s count while at − s < W and come back at exactly s + W. Every write
+-- drops the entries that no longer count, so the log holds at most one window's worth of
+-- milliseconds. A peek writes nothing. A hit that spends nothing (denied, too large or
+-- cost 0) changes the log only by that pruning, and writes at all only when its time is
+-- later than any seen before: the core reads a clock that went backwards as the latest
+-- time seen, so that time is part of every later decision.
+
+local bucket, log = KEYS[1], KEYS[2]
+local stored = redis.call('HMGET', bucket, 'total', 'seen')
+local total = tonumber(stored[1]) or 0
+local seen = tonumber(stored[2]) or 0
+
+-- The effective time: a clock that went backwards reads as the latest time seen.
+local at = now
+if seen > at then
+    at = seen
+end
+
+local function parse(entry)
+    local colon = string.find(entry, ':', 1, true)
+    return tonumber(string.sub(entry, 1, colon - 1)), tonumber(string.sub(entry, colon + 1))
+end
+
+-- Calls visit(spent_at, cost) on the entries from index `first` on, oldest first, until
+-- it returns true; returns the index of that entry, or the log's length. Reads in chunks
+-- that double from one, so a hit whose oldest entry still counts reads that entry alone.
+local function walk(first, visit)
+    local index, size = first, 1
+    while true do
+        local entries = redis.call('LRANGE', log, index, index + size - 1)
+        for _, entry in ipairs(entries) do
+            if visit(parse(entry)) then
+                return index
+            end
+            index = index + 1
+        end
+        if #entries < size then
+            return index
+        end
+        if size < 256 then
+            size = size * 2
+        end
+    end
+end
+
+-- The entries that no longer count at `at` are a prefix of the log: how many, and
+-- their cost. at − s is exact, where s + W could pass 2^53.
+local gone = 0
+local expired = walk(0, function(spent_at, cost)
+    if at - spent_at < window then
+        return true
+    end
+    gone = gone + cost
+    return false
+end)
+local used = total - gone
+
+-- Drops the expired entries, logs `cost` at `at`, and keeps both keys until the newest
+-- entry stops counting, plus the grace (within 2^53: a bucket kept for 285,000 years
+-- loses nothing by going a millisecond early).
+local function save(cost)
+    if expired > 0 then
+        redis.call('LTRIM', log, expired, -1)
+    end
+    total = used + cost
+    local newest = redis.call('LINDEX', log, -1)
+    local newest_at, newest_cost
+    if newest then
+        newest_at, newest_cost = parse(newest)
+    end
+    if cost > 0 then
+        if newest_at == at then
+            redis.call('LSET', log, -1, int(at) .. ':' .. int(newest_cost + cost))
+        else
+            redis.call('RPUSH', log, int(at) .. ':' .. int(cost))
+        end
+        newest_at = at
+    end
+    redis.call('HSET', bucket, 'total', int(total), 'seen', int(at))
+    local counts = 0
+    if newest_at then
+        counts = window - (at - newest_at)
+    end
+    if counts > EXACT - grace then
+        counts = EXACT - grace
+    end
+    redis.call('PEXPIRE', bucket, int(counts + grace))
+    redis.call('PEXPIRE', log, int(counts + grace))
+end
+
+if op == 'record' then
+    -- Charged whatever it is, as long as the total × W stays exact.
+    if cost > floor_div(EXACT, window) - used then
+        return {3, used * window, at, 0, now, 0, 0, 0, 0}
+    end
+    save(cost)
+    return {0, total * window, at, 0, now, 0, 0, 0, 0}
+end
+
+-- The core's rule, used × W ≤ (N − cost) × W, divided by W: the same for whole tokens.
+local outcome, wait = 0, 0
+if cost == 0 then
+    outcome = 0
+elseif cost > tokens then
+    outcome = 2
+elseif used <= tokens - cost then
+    outcome = 0
+else
+    outcome = 1
+    -- Oldest first until enough has come back; the entry that frees it returns at s + W.
+    -- Some entry always does: once all are back, used = 0 ≤ N − cost.
+    local fits, left = tokens - cost, used
+    wait = 1
+    walk(expired, function(spent_at, spent)
+        left = left - spent
+        if left <= fits then
+            wait = window - (at - spent_at)
+            return true
+        end
+        return false
+    end)
+end
+
+if op == 'peek' then
+    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
+elseif outcome == 0 and cost > 0 then
+    save(cost)
+    used = total
+elseif at > seen then
+    save(0)
+end
+
+return {outcome, used * window, at, wait, now, 0, 0, 0, 0}
