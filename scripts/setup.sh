@@ -8,7 +8,9 @@
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
 #                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver and
-#                             redis-server, and mdBook
+#                             redis-server, the other engines the widget is smoke-tested in
+#                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
+#                             geckodriver from crates.io), and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -18,6 +20,7 @@ cd "$(dirname "$0")/.."
 
 WASM_PACK_VERSION=0.15.1
 MDBOOK_VERSION=0.5.4
+GECKODRIVER_VERSION=0.37.1
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -63,13 +66,18 @@ if [ "${1:-}" = test ]; then
     npm_install tests/recipes/docusaurus
 fi
 
-# Debian's packages the tests need: Chromium and its driver for the browser suites, and
+# Debian's packages the tests need: Chromium and its driver for the browser suites;
 # redis-server, which crates/trickle-redis's tests start privately (a Unix socket in a temp
-# folder, stopped by its pid; they fail, never skip, without it).
+# folder, stopped by its pid; they fail, never skip, without it); and the other engines of
+# tests/e2e/engines.test.mjs: Firefox ESR, and WebKitGTK through its WebDriver, which has no
+# headless mode and so draws into Xvfb.
 if [ "${1:-}" = test ]; then
     missing=""
     { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="chromium chromium-driver"
     command -v redis-server >/dev/null || missing="$missing redis-server"
+    [ -x /usr/bin/firefox-esr ] || missing="$missing firefox-esr"
+    [ -x /usr/bin/WebKitWebDriver ] || missing="$missing webkit2gtk-driver"
+    [ -x /usr/bin/Xvfb ] || missing="$missing xvfb"
     if [ -n "$missing" ]; then
         say "installing Debian's $missing"
         sudo=""
@@ -78,6 +86,13 @@ if [ "${1:-}" = test ]; then
         # shellcheck disable=SC2086 # one word per package
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
     fi
+fi
+
+# Mozilla publishes geckodriver, Firefox's WebDriver server, on crates.io; Debian has none.
+if [ "${1:-}" = test ] &&
+    [ "$(geckodriver --version 2>/dev/null | head -n 1 | cut -d' ' -f1-2)" != "geckodriver $GECKODRIVER_VERSION" ]; then
+    say "installing geckodriver $GECKODRIVER_VERSION (a few minutes)"
+    cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked
 fi
 
 # mdBook builds the docs site (docs/) and the book the end-to-end suite embeds the widget in

@@ -1,0 +1,206 @@
+// The docs page in the engines readers use besides Chromium: Firefox ESR (headless, through
+// geckodriver) and WebKit (WebKitGTK's MiniBrowser in an Xvfb, through WebKitWebDriver), over
+// W3C WebDriver (webdriver.mjs). A smoke test of what a reader does, on the release build as
+// `make site` lays it out: every widget gets ready, Hit pressed until a 429, the formula's
+// numbers, the Retry-After, and a token back once it has passed. The page's clock is the
+// engine's own (WebDriver has no fake one), so the wait is real: at most 8 s + 8/6 s.
+//
+// What each session reported (engine, version, driver) is written to target/e2e/engines.json;
+// the README's browser list is that file. A missing browser or driver fails the suite with
+// the command that installs it.
+
+import assert from "node:assert/strict";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { serve } from "../../scripts/serve.mjs";
+import { ARTIFACTS, SITE } from "./harness.mjs";
+import { ENGINES, launch } from "./webdriver.mjs";
+
+/** The "Try it" widget of the docs page: `limit="6/8s"`, the floating window, cost 1. */
+const WIDGET = "#try rate-limit-demo";
+const LIMIT = 6;
+
+let server;
+const ran = [];
+before(async () => {
+  await mkdir(ARTIFACTS, { recursive: true });
+  server = await serve(SITE, 0);
+});
+after(async () => {
+  await server?.close();
+  await writeFile(join(ARTIFACTS, "engines.json"), `${JSON.stringify({ engines: ran }, null, 2)}\n`);
+});
+
+// Run in the page, these read the shadow DOM with plain DOM calls: the engines' WebDriver
+// shadow-root commands differ, and a script is the same everywhere.
+
+/** Resolves with each widget's `ready` once the element is defined. */
+function allReady(done) {
+  customElements
+    .whenDefined("rate-limit-demo")
+    .then(() => Promise.all([...document.querySelectorAll("rate-limit-demo")].map((element) => element.ready)))
+    .then(done, (error) => done(String(error)));
+}
+
+/**
+ * Records every decision of the widget with the formula and answer as they stand when the
+ * event fires: the element draws a decision before dispatching it, and the next animation
+ * frame would already show a later time.
+ */
+function collectDecisions(selector) {
+  const element = document.querySelector(selector);
+  const text = (part) => element.shadowRoot.querySelector(`[part~="${part}"]`)?.textContent ?? null;
+  window.__decisions = [];
+  element.addEventListener("rate-limit-decision", ({ detail }) => {
+    const { allowed, status, used, previous, overlap, current, limit, remaining, retryAfterMs } = detail;
+    window.__decisions.push({
+      detail: { allowed, status, used, previous, overlap, current, limit, remaining, retryAfterMs },
+      shown: { previous: text("previous"), overlap: text("overlap"), current: text("current"), used: text("used") },
+      answer: text("answer"),
+    });
+  });
+}
+
+function decisions() {
+  return window.__decisions;
+}
+
+/**
+ * The widget's Hit button, scrolled into view at once. The docs page scrolls smoothly
+ * (`scroll-behavior: smooth` unless the reader asks for less motion), and WebKitWebDriver's
+ * click scrolls the way the page says: it then finds the button still off screen and
+ * refuses it as not interactable. Firefox scrolls instantly, as the WebDriver spec says.
+ */
+function hitButton(selector) {
+  const button = document.querySelector(selector).shadowRoot.querySelector('[part~="hit"]');
+  button.scrollIntoView({ block: "center", behavior: "instant" });
+  return button;
+}
+
+/** What the widget shows now, as text. */
+function shown(selector) {
+  const root = document.querySelector(selector).shadowRoot;
+  const text = (part) => root.querySelector(`[part~="${part}"]`)?.textContent ?? null;
+  return {
+    previous: text("previous"),
+    overlap: text("overlap"),
+    current: text("current"),
+    used: text("used"),
+    next: text("next"),
+  };
+}
+
+/**
+ * The shown formula adds up: used = previous × overlap + current, to the digits shown
+ * (overlap to 3 places, used to 2), so an error of half a unit in each last place.
+ */
+function assertFormulaAddsUp({ previous, overlap, current, used }, when) {
+  for (const [name, value] of Object.entries({ previous, overlap, current, used })) {
+    assert.match(value ?? "", /^\d+(\.\d+)?$/, `${name} is a number ${when}: ${value}`);
+  }
+  const share = Number(overlap);
+  assert.ok(share >= 0 && share <= 1, `overlap ${overlap} is a share ${when}`);
+  const sum = Number(previous) * share + Number(current);
+  const slack = Number(previous) * 0.0005 + 0.005 + 1e-9;
+  assert.ok(
+    Math.abs(sum - Number(used)) <= slack,
+    `${previous} × ${overlap} + ${current} = ${sum.toFixed(4)}, shown used ${used} ${when}`,
+  );
+}
+
+for (const engine of ENGINES) {
+  describe(engine.name, () => {
+    let browser;
+    let denied;
+    const record = { engine: engine.name };
+
+    before(async () => {
+      const log = join(ARTIFACTS, `${engine.name.toLowerCase().replace(/\W+/g, "-")}.log`);
+      const started = Date.now();
+      browser = await launch(engine, log);
+      Object.assign(record, browser.capabilities, { passed: [] });
+      ran.push(record);
+      record.sessionStartMs = Date.now() - started;
+      await browser.driver.manage().setTimeouts({ script: 30_000, pageLoad: 30_000 });
+    });
+    after(() => browser?.close());
+
+    /** An `it` that notes in engines.json that this check passed in this engine. */
+    const check = (name, body) =>
+      it(name, async () => {
+        await body();
+        record.passed.push(name);
+      });
+
+    /** Presses Hit as a reader does, with a WebDriver click; returns that press's decision. */
+    async function press() {
+      const { driver } = browser;
+      const before = (await driver.executeScript(decisions)).length;
+      const button = await driver.executeScript(hitButton, WIDGET);
+      await button.click();
+      const all = await driver.executeScript(decisions);
+      assert.equal(all.length, before + 1, "one click, one decision");
+      return all.at(-1);
+    }
+
+    check("loads the docs page with every widget ready", async () => {
+      const { driver } = browser;
+      await driver.get(`${server.url}/`);
+      assert.equal(await driver.getTitle(), "How the rate limit works · trickle");
+      const ready = await driver.executeAsyncScript(allReady);
+      assert.ok(Array.isArray(ready) && ready.length >= 1, `widgets found: ${JSON.stringify(ready)}`);
+      assert.deepEqual(ready, ready.map(() => true), "every widget loaded its wasm and is interactive");
+    });
+
+    check("answers 429 with a Retry-After, the formula showing why", async () => {
+      const { driver } = browser;
+      await driver.executeScript(collectDecisions, WIDGET);
+      const presses = [];
+      while (presses.length < 2 * LIMIT && !denied) {
+        const decision = await press();
+        presses.push(decision);
+        if (!decision.detail.allowed) denied = decision;
+      }
+      // From an empty bucket, used never exceeds the hits made so far: the first six fit.
+      for (const [n, { detail, answer }] of presses.slice(0, LIMIT).entries()) {
+        assert.deepEqual([detail.allowed, detail.status], [true, 200], `press ${n + 1}`);
+        assert.match(answer, /200 OK/, `press ${n + 1}`);
+      }
+      assert.ok(denied, `a 429 within ${2 * LIMIT} presses`);
+
+      const { detail, shown: formula, answer } = denied;
+      assert.equal(detail.status, 429);
+      assert.equal(detail.limit, LIMIT);
+      assert.ok(detail.used + 1 > LIMIT, `used ${detail.used} leaves no room for one more`);
+      assert.ok(detail.retryAfterMs > 0 && detail.retryAfterMs <= 8_000 + Math.ceil(8_000 / LIMIT));
+      // What the reader sees is the decision's own numbers...
+      assert.deepEqual(formula, {
+        previous: String(detail.previous),
+        overlap: detail.overlap.toFixed(3),
+        current: String(detail.current),
+        used: detail.used.toFixed(2),
+      });
+      // ...and they add up.
+      assertFormulaAddsUp(formula, "at the 429");
+      assert.match(answer, /429 Too Many Requests/);
+      assert.match(answer, new RegExp(`Retry-After: ${Math.ceil(detail.retryAfterMs / 1000)}\\b`));
+    });
+
+    check("gives a token back once Retry-After has passed", async () => {
+      assert.ok(denied, "needs the 429 of the test before");
+      const { driver } = browser;
+      await driver.sleep(denied.detail.retryAfterMs + 100);
+      // Drawn by the engine's animation frames since the 429, with nothing pressed.
+      const now = await driver.executeScript(shown, WIDGET);
+      assertFormulaAddsUp(now, "after Retry-After");
+      assert.ok(Number(now.used) <= LIMIT - 1, `a token is free again: used ${now.used}`);
+      assert.match(now.next, /token/);
+
+      const again = await press();
+      assert.deepEqual([again.detail.allowed, again.detail.status], [true, 200]);
+      assert.match(again.answer, /200 OK/);
+      assertFormulaAddsUp(again.shown, "at the press after");
+    });
+  });
+}
