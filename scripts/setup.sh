@@ -7,8 +7,8 @@
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
-#                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver and
-#                             redis-server, and mdBook
+#                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver,
+#                             redis-server and python3, and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -63,13 +63,15 @@ if [ "${1:-}" = test ]; then
     npm_install tests/recipes/docusaurus
 fi
 
-# Debian's packages the tests need: Chromium and its driver for the browser suites, and
+# Debian's packages the tests need: Chromium and its driver for the browser suites,
 # redis-server, which crates/trickle-redis's tests start privately (a Unix socket in a temp
-# folder, stopped by its pid; they fail, never skip, without it).
+# folder, stopped by its pid; they fail, never skip, without it), and python3 for the docs'
+# Python client example (docs/src/clients/client.py), which tests/e2e/clients.test.mjs runs.
 if [ "${1:-}" = test ]; then
     missing=""
     { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="chromium chromium-driver"
     command -v redis-server >/dev/null || missing="$missing redis-server"
+    command -v python3 >/dev/null || missing="$missing python3"
     if [ -n "$missing" ]; then
         say "installing Debian's $missing"
         sudo=""
