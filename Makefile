@@ -95,13 +95,15 @@ test: setup-test fmt lint unit doc wasm-node wasm-browser e2e
 fmt:
 	$(CARGO) fmt --all -- --check
 
-# The library's users get the core alone: no dependency of the CLI's or the binding's.
+# The library's users get the core alone: no dependency of the CLI's or the binding's. The
+# docs' Rust client is not a default member, so it is named.
 lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	@if $(CARGO) tree --locked -p trickle -e normal --prefix none | grep -vx 'trickle v[^ ]* ([^)]*)' | grep .; then \
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
+	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
 # Unit, integration, CLI, Redis (a private redis-server each test starts) and doc tests,
 # natively.
@@ -122,7 +124,9 @@ wasm-browser: setup-test
 	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test --headless --chrome --mode no-install $(WASM_CRATE) --locked --test web
 
 # The package, its tarball installed in a scratch project, the element and the docs page in
-# Debian's Chromium.
+# Debian's Chromium, Firefox ESR and WebKit; the docs site; the docs' client examples
+# (docs/src/clients/, the Rust one built by the test) against a local server that answers 429
+# with Retry-After.
 e2e: setup-test site docs
 	npm test --prefix tests/e2e
 

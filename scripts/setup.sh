@@ -7,10 +7,10 @@
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
-#                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver and
-#                             redis-server, the other engines the widget is smoke-tested in
-#                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
-#                             geckodriver from crates.io), and mdBook
+#                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver,
+#                             redis-server and python3, the other engines the widget is
+#                             smoke-tested in (Debian's Firefox ESR, WebKitGTK's
+#                             WebKitWebDriver, Xvfb, and geckodriver from crates.io), and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -68,13 +68,15 @@ fi
 
 # Debian's packages the tests need: Chromium and its driver for the browser suites;
 # redis-server, which crates/trickle-redis's tests start privately (a Unix socket in a temp
-# folder, stopped by its pid; they fail, never skip, without it); and the other engines of
-# tests/e2e/engines.test.mjs: Firefox ESR, and WebKitGTK through its WebDriver, which has no
-# headless mode and so draws into Xvfb.
+# folder, stopped by its pid; they fail, never skip, without it); python3 for the docs'
+# Python client example (docs/src/clients/client.py), which tests/e2e/clients.test.mjs runs;
+# and the other engines of tests/e2e/engines.test.mjs: Firefox ESR, and WebKitGTK through
+# its WebDriver, which has no headless mode and so draws into Xvfb.
 if [ "${1:-}" = test ]; then
     missing=""
     { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="chromium chromium-driver"
     command -v redis-server >/dev/null || missing="$missing redis-server"
+    command -v python3 >/dev/null || missing="$missing python3"
     [ -x /usr/bin/firefox-esr ] || missing="$missing firefox-esr"
     [ -x /usr/bin/WebKitWebDriver ] || missing="$missing webkit2gtk-driver"
     [ -x /usr/bin/Xvfb ] || missing="$missing xvfb"
