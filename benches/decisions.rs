@@ -12,7 +12,8 @@ use common::{direct_stream, governor_quota, limit, Replay};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::FakeRelativeClock;
 use governor::RateLimiter;
-use trickle::{Bucket, FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle::Bucket;
 
 /// Long enough that the stream's pattern is not what the branch predictor learns.
 const STREAM_LEN: usize = 1 << 16;

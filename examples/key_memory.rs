@@ -5,7 +5,8 @@
 
 use std::mem::size_of;
 
-use trickle::{FloatingState, KeyedLimiter};
+use trickle::state::FloatingState;
+use trickle::KeyedLimiter;
 
 type Key = (u32, u64);
 

@@ -17,9 +17,9 @@
 use std::fmt::Debug;
 
 use arbitrary::{Result, Unstructured};
+use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
 use trickle::{
-    esi, Algorithm, Bucket, Decision, FixedState, FloatingState, KeyedLimiter, Limit, LimitError,
-    Limiter, Outcome, SlidingLogState, State, TokenBucketState,
+    esi, Algorithm, Bucket, Decision, KeyedLimiter, Limit, LimitError, Limiter, Outcome,
 };
 
 const MAX: u64 = u64::MAX;

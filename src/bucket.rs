@@ -26,7 +26,7 @@ use crate::token_bucket::TokenBucketState;
 /// assert_eq!(denied.outcome, Outcome::Denied { retry_after_ms: 1_480 });
 ///
 /// // In generic code the state type is inferred.
-/// fn fresh<S: trickle::State + Default>(limit: trickle::Limit) -> trickle::Bucket<S> {
+/// fn fresh<S: trickle::state::State + Default>(limit: trickle::Limit) -> trickle::Bucket<S> {
 ///     trickle::Bucket::new(limit)
 /// }
 /// let sliding: trickle::SlidingLog = fresh(bucket.limit());

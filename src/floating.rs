@@ -19,7 +19,7 @@ use crate::state::{saturate_ms, Rolling, Usage};
 
 /// A floating window's counters, 40 bytes: see [`crate::KeyedLimiter`] for what a key costs.
 ///
-/// The counters are 128-bit because [`record`](crate::State::record) may charge any number
+/// The counters are 128-bit because [`record`](crate::state::State::record) may charge any number
 /// of `u64` costs to one window: a `u64` counter would have to saturate, and a saturated
 /// `previous` slides out faster than the real one, letting requests in too early. Packed
 /// to 8-byte alignment, which saves 8 of 48 bytes a key.

@@ -56,7 +56,11 @@
 //! - The same code over any of those, or over buckets in Redis (`trickle_redis`): [`Store`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`compare`].
-//! - What a response costs by its status, written as text: [`CostTable`].
+//! - What a response costs by its status, written as text: [`CostTable`] (its errors are in
+//!   [`costs`]).
+//! - The per-key state of each algorithm, for a keyed limiter of another algorithm than the
+//!   floating window (`KeyedLimiter<K, state::SlidingLogState>`) or a state of your own:
+//!   [`state`].
 //!
 //! # Without `std`
 //!
@@ -73,7 +77,7 @@ mod bucket;
 pub mod compare;
 #[cfg(feature = "std")]
 mod concurrent;
-mod costs;
+pub mod costs;
 mod decision;
 mod errors;
 pub mod esi;
@@ -83,28 +87,23 @@ mod floating;
 mod keyed;
 mod limit;
 mod sliding_log;
-mod state;
+pub mod state;
 mod store;
 mod text;
 mod token_bucket;
 mod tokens;
 
-pub use algorithm::{Algorithm, AnyState, Limiter};
+pub use algorithm::{Algorithm, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
 #[cfg(feature = "std")]
 pub use concurrent::ConcurrentKeyedLimiter;
-pub use costs::{CostTable, CostTableError, UnpricedStatus};
+pub use costs::CostTable;
 pub use decision::{Counters, Decision, Outcome};
 pub use errors::{AlgorithmError, LimitError, StatusError};
-pub use fixed::FixedState;
-pub use floating::FloatingState;
 #[cfg(feature = "std")]
 pub use keyed::{GroupedLimiter, KeyedLimiter};
 pub use limit::Limit;
-pub use sliding_log::SlidingLogState;
-pub use state::State;
 pub use store::{Op, Store};
-pub use token_bucket::TokenBucketState;
 pub use tokens::Tokens;
 
 // The Rust examples of the README and of the docs site's Rust chapter compile and run as

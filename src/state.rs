@@ -8,6 +8,12 @@
 //! fits, a cost above N never does, and a denial spends nothing. Times earlier than the
 //! latest time already seen are treated as that latest time.
 
+pub use crate::algorithm::AnyState;
+pub use crate::fixed::FixedState;
+pub use crate::floating::FloatingState;
+pub use crate::sliding_log::SlidingLogState;
+pub use crate::token_bucket::TokenBucketState;
+
 use crate::decision::{Counters, Decision, Outcome};
 use crate::limit::Limit;
 use crate::tokens::Tokens;

@@ -55,12 +55,12 @@ use crate::state::State;
 /// What a request asks of its bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
-    /// Decide, and spend the cost if it fits ([`State::hit`](crate::State::hit)).
+    /// Decide, and spend the cost if it fits ([`State::hit`](crate::state::State::hit)).
     Hit,
-    /// Decide without spending or changing anything ([`State::peek`](crate::State::peek)).
+    /// Decide without spending or changing anything ([`State::peek`](crate::state::State::peek)).
     Peek,
     /// Charge the cost after the fact, whether it fits or not
-    /// ([`State::record`](crate::State::record)): for costs known from the response.
+    /// ([`State::record`](crate::state::State::record)): for costs known from the response.
     Record,
 }
 

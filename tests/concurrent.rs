@@ -9,10 +9,8 @@ use std::num::NonZeroUsize;
 use std::sync::Barrier;
 use std::thread;
 
-use trickle::{
-    ConcurrentKeyedLimiter, FixedState, FloatingState, KeyedLimiter, Limit, Outcome,
-    SlidingLogState, State, TokenBucketState,
-};
+use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Limit, Outcome};
 
 fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")

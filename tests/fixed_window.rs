@@ -10,7 +10,8 @@ use common::{
     assert_limiter_runs_the_same, assert_peek_changes_nothing, assert_reset_forgets_everything,
     check_table, denied, limit, Row, ALLOWED, EXCEEDS, MAX,
 };
-use trickle::{Algorithm, FixedState, FixedWindow, Outcome};
+use trickle::state::FixedState;
+use trickle::{Algorithm, FixedWindow, Outcome};
 
 #[rustfmt::skip]
 const ROWS: &[Row] = &[

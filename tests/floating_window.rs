@@ -12,7 +12,8 @@ use common::{
     assert_reset_forgets_everything, check_probe, denied, limit, replay, Expected, ALLOWED,
     EXCEEDS, MAX,
 };
-use trickle::{Algorithm, FloatingState, FloatingWindow, Outcome};
+use trickle::state::FloatingState;
+use trickle::{Algorithm, FloatingWindow, Outcome};
 
 /// name, limit, requests before, probe (t, cost), outcome, used after, remaining,
 /// (previous, current, elapsed_ms) after.

@@ -4,10 +4,8 @@
 
 use std::collections::HashSet;
 
-use trickle::{
-    FixedState, FloatingState, FloatingWindow, GroupedLimiter, KeyedLimiter, Limit, Outcome,
-    SlidingLogState, State, TokenBucketState,
-};
+use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle::{FloatingWindow, GroupedLimiter, KeyedLimiter, Limit, Outcome};
 
 fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")

@@ -3,7 +3,8 @@
 
 use std::mem::size_of;
 
-use trickle::{FixedState, FloatingState, KeyedLimiter, TokenBucketState};
+use trickle::state::{FixedState, FloatingState, TokenBucketState};
+use trickle::KeyedLimiter;
 
 #[test]
 fn floating_state_is_two_wide_counters_and_a_time() {

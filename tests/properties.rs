@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
 use trickle::{
-    Algorithm, Bucket, Decision, FixedState, FloatingState, FloatingWindow, KeyedLimiter, Limit,
-    Limiter, Outcome, SlidingLog, SlidingLogState, State, TokenBucketState,
+    Algorithm, Bucket, Decision, FloatingWindow, KeyedLimiter, Limit, Limiter, Outcome, SlidingLog,
 };
 
 const MAX: u64 = u64::MAX;

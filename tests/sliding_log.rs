@@ -10,7 +10,8 @@ use common::{
     assert_limiter_runs_the_same, assert_reset_forgets_everything, check_table, denied, limit, Row,
     ALLOWED, EXCEEDS, MAX,
 };
-use trickle::{Algorithm, Outcome, SlidingLog, SlidingLogState};
+use trickle::state::SlidingLogState;
+use trickle::{Algorithm, Outcome, SlidingLog};
 
 const SIX_IN_600_MS: &[Op] = &[
     H(0, 1),

@@ -7,7 +7,8 @@
 
 use std::fmt::Debug;
 
-use trickle::{Algorithm, Bucket, Decision, Limit, Limiter, Outcome, State};
+use trickle::state::State;
+use trickle::{Algorithm, Bucket, Decision, Limit, Limiter, Outcome};
 
 pub const MAX: u64 = u64::MAX;
 pub const ALLOWED: Outcome = Outcome::Allowed;

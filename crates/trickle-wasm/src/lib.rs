@@ -255,7 +255,7 @@ impl RawCostTable {
     pub fn new(text: &str) -> Result<RawCostTable, JsError> {
         text.parse()
             .map(|inner| RawCostTable { inner })
-            .map_err(|e: trickle::CostTableError| JsError::new(&e.message()))
+            .map_err(|e: trickle::costs::CostTableError| JsError::new(&e.message()))
     }
 
     // The cost of a response with `status` (a whole number, checked by JS). Throws an
