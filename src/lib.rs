@@ -82,6 +82,8 @@ mod floating;
 #[cfg(feature = "std")]
 mod keyed;
 mod limit;
+#[cfg(feature = "std")]
+mod packed;
 mod sliding_log;
 mod state;
 mod store;
