@@ -36,8 +36,9 @@ use crate::decision::Decision;
 use crate::floating::FloatingState;
 use crate::keyed::from_callers_clock;
 use crate::limit::Limit;
-use crate::packed::{Packed, Packing};
-use crate::state::{hit_rolled, peek_rolled, record_rolled, State};
+use crate::packed::{self, Packed, Packing};
+use crate::seeded_hash::SeededState;
+use crate::state::{peek_rolled, record_rolled, State};
 
 /// One bucket per key, all under the same limit, shared by threads.
 ///
@@ -100,10 +101,10 @@ pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
 #[derive(Debug)]
 struct Shard<K, S> {
     /// Keys whose floating window is packed in one word.
-    packed: HashMap<K, AtomicU64>,
+    packed: HashMap<K, AtomicU64, SeededState>,
     /// Keys whose state is kept whole: every key when nothing is packed; otherwise the keys
     /// that `record` pushed past the packed counters, until they fall idle and are dropped.
-    wide: HashMap<K, S>,
+    wide: HashMap<K, S, SeededState>,
     /// The start of the window the shard was last swept in, a multiple of W.
     window_start_ms: u64,
 }
@@ -139,11 +140,13 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     /// once, for one pair of empty maps on cache lines of their own (128 bytes) each.
     pub fn with_shards(limit: Limit, shards: NonZeroUsize) -> ConcurrentKeyedLimiter<K, S> {
         let count = shards.get().next_power_of_two();
+        // One seed for the limiter: a key's hash depends on it, not on the shard.
+        let seed = SeededState::new();
         let shards = (0..count)
             .map(|_| {
                 PaddedShard(RwLock::new(Shard {
-                    packed: HashMap::new(),
-                    wide: HashMap::new(),
+                    packed: HashMap::with_hasher(seed),
+                    wide: HashMap::with_hasher(seed),
                     window_start_ms: 0,
                 }))
             })
@@ -398,7 +401,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     /// keeps `current` at most N, which always fits.
     fn charge_widened(
         &self,
-        wide: &mut HashMap<K, S>,
+        wide: &mut HashMap<K, S, SeededState>,
         key: K,
         bucket: Packed,
         start_ms: u64,
@@ -479,7 +482,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
 ///
 /// Only the word's own modification order matters here, so every access is relaxed; the
 /// shard's lock orders the word against the sweeps that roll it.
-#[inline]
+#[inline(always)]
 fn charge_packed(
     limit: &Limit,
     packing: Packing,
@@ -494,15 +497,19 @@ fn charge_packed(
         let bucket = packing.unpack(seen);
         let elapsed_ms = elapsed_ms.max(bucket.latest_offset_ms);
         let at_ms = start_ms + elapsed_ms;
-        let mut state = FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
-        let decision = match charge {
-            Charge::Hit => hit_rolled(&mut state, limit, at_ms, elapsed_ms, cost),
-            Charge::Record => record_rolled(&mut state, limit, elapsed_ms, cost),
+        let (decision, current) = match charge {
+            // An allowed hit keeps `current` at most N, which the counters hold.
+            Charge::Hit => packed::hit(limit, bucket, elapsed_ms, at_ms, cost),
+            Charge::Record => {
+                let mut state =
+                    FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
+                let decision = record_rolled(&mut state, limit, elapsed_ms, cost);
+                let current = u64::try_from(state.counters().1)
+                    .ok()
+                    .filter(|&current| current <= packing.max_count())?;
+                (decision, current)
+            }
         };
-        let (_, current) = state.counters();
-        let current = u64::try_from(current)
-            .ok()
-            .filter(|&current| current <= packing.max_count())?;
         let next = packing.pack(Packed {
             previous: bucket.previous,
             current,
@@ -586,17 +593,18 @@ fn widened<S: Default + 'static>(floating: FloatingState) -> S {
 }
 
 /// Gives back a table's memory when most of it is empty.
-fn shrink<K: Hash + Eq, V>(map: &mut HashMap<K, V>) {
+fn shrink<K: Hash + Eq, V>(map: &mut HashMap<K, V, SeededState>) {
     if map.len() < map.capacity() / 4 {
         map.shrink_to_fit();
     }
 }
 
-/// Picks a key's shard: the multiply-and-rotate hash of rustc's `FxHasher`, a few cycles
-/// where the maps' keyed SipHash takes tens, and well mixed in its top bits, which are the
-/// ones used. It is not keyed, so whoever chooses the keys could crowd them into one shard;
-/// that costs only waiting for one lock, since within a shard the map still hashes with
-/// std's randomly keyed `RandomState`, and a crowded table is no slower to search.
+/// Picks a key's shard: the multiply-and-rotate hash of rustc's `FxHasher`, well mixed in
+/// its top bits, which are the ones used, and unrelated to the maps' own hash, whose top
+/// bits tag a key within its table. It is not keyed, so whoever chooses the keys could
+/// crowd them into one shard; that costs only waiting for one lock, since within a shard
+/// the map hashes with a per-limiter random seed (`src/seeded_hash.rs`), and a crowded
+/// table is no slower to search.
 #[derive(Default)]
 struct ShardHasher(u64);
 

@@ -84,6 +84,8 @@ mod keyed;
 mod limit;
 #[cfg(feature = "std")]
 mod packed;
+#[cfg(feature = "std")]
+mod seeded_hash;
 mod sliding_log;
 mod state;
 mod store;

@@ -32,7 +32,9 @@
 //! decision whose clock reading went stale while another thread decided for the same key
 //! (a denial, which spends nothing, included) finds the word changed, and decides again.
 
+use crate::decision::{Counters, Decision, Outcome};
 use crate::limit::Limit;
+use crate::state::{decision, Usage};
 
 /// How a limit's bucket is laid out in a word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +97,57 @@ impl Packing {
     }
 }
 
+/// `hit` on a packed bucket, `elapsed_ms` into its window, at `at_ms`: the floating
+/// window's rule as `src/floating.rs` and `src/state.rs` apply it, in `u64`, which every
+/// number of a packed limit fits. Counters below 2^B and a window of at most 2^E ms, with
+/// 2B + E ≤ 64, keep `previous × (W − e) + current × W` below 2^64, and N × W too. Returns
+/// the decision and `current` after it; the tests compare both with the core's on random
+/// buckets.
+#[inline]
+pub(crate) fn hit(
+    limit: &Limit,
+    bucket: Packed,
+    elapsed_ms: u64,
+    at_ms: u64,
+    cost: u64,
+) -> (Decision, u64) {
+    let window_ms = limit.window_ms();
+    let tokens = limit.tokens();
+    let Packed {
+        previous, current, ..
+    } = bucket;
+    let used = previous * (window_ms - elapsed_ms) + current * window_ms;
+    let (outcome, spent) = if cost == 0 {
+        (Outcome::Allowed, 0)
+    } else if cost > tokens {
+        (Outcome::ExceedsLimit, 0)
+    } else if used <= (tokens - cost) * window_ms {
+        (Outcome::Allowed, cost)
+    } else {
+        // The first offset at which `spent × (W − offset) ≤ room`.
+        let first_fit = |spent: u64, room: u64| window_ms - (room / spent).min(window_ms);
+        let retry_after_ms = if current <= tokens - cost {
+            // Room for the cost once enough of `previous` slides out, so previous > 0.
+            first_fit(previous, (tokens - current - cost) * window_ms).saturating_sub(elapsed_ms)
+        } else {
+            // current > N − cost ≥ 0, so current > 0; the next window starts with it.
+            (window_ms - elapsed_ms) + first_fit(current, (tokens - cost) * window_ms)
+        };
+        (Outcome::Denied { retry_after_ms }, 0)
+    };
+    let current = current + spent;
+    let usage = Usage {
+        used_scaled: (used + spent * window_ms).into(),
+        counters: Some(Counters {
+            previous: previous.into(),
+            current: current.into(),
+            elapsed_ms,
+            window_ms,
+        }),
+    };
+    (decision(limit, at_ms, cost, outcome, usage), current)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +192,70 @@ mod tests {
             None
         );
         assert_eq!(Packing::new(&Limit::new(1, u64::MAX).expect("valid")), None);
+    }
+
+    /// The packed `hit` answers as the core's on the same bucket, field for field, and
+    /// leaves the same `current`: random buckets (empty, full, past N after a record),
+    /// offsets and costs (0, N, above N) under limits from 1 ms to the packed bound.
+    #[test]
+    fn hit_answers_as_the_core() {
+        use crate::floating::FloatingState;
+        use crate::state::hit_rolled;
+
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut below = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let limits = [
+            limit("1/1ms"),
+            limit("6/8s"),
+            limit("150/15m"),
+            limit("3600/1h"),
+            Limit::new(33_554_431, 8_000).expect("valid"),
+            Limit::new(15, 1 << 56).expect("valid"),
+            Limit::new(1, 1 << 62).expect("valid"),
+        ];
+        for limit in limits {
+            let packing = Packing::new(&limit).expect("packed");
+            let (tokens, window_ms) = (limit.tokens(), limit.window_ms());
+            for _ in 0..20_000 {
+                let mut count = || match below(4) {
+                    0 => 0,
+                    1 => tokens.min(packing.max_count()),
+                    2 => packing.max_count(),
+                    _ => below(packing.max_count() + 1),
+                };
+                let (previous, current) = (count(), count());
+                let elapsed_ms = match below(3) {
+                    0 => 0,
+                    1 => window_ms - 1,
+                    _ => below(window_ms),
+                };
+                let cost = match below(5) {
+                    0 => 0,
+                    1 => tokens,
+                    2 => tokens + 1 + below(3),
+                    _ => 1 + below(tokens),
+                };
+                let at_ms = 7 * window_ms.min(1 << 40) + elapsed_ms;
+                let bucket = Packed {
+                    previous,
+                    current,
+                    latest_offset_ms: 0,
+                };
+                let (decision, after) = hit(&limit, bucket, elapsed_ms, at_ms, cost);
+                let mut state = FloatingState::from_counters(previous, current, at_ms);
+                let expected = hit_rolled(&mut state, &limit, at_ms, elapsed_ms, cost);
+                assert_eq!(
+                    decision, expected,
+                    "{limit} {bucket:?} at {elapsed_ms}, cost {cost}"
+                );
+                assert_eq!(u128::from(after), state.counters().1);
+            }
+        }
     }
 
     #[test]
