@@ -313,6 +313,11 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         let mut guard = write(shard);
         let seen_ms = self.latest_ms.load(Ordering::Relaxed);
         let at_ms = now_ms.max(seen_ms);
+        // Before the sweep moves the shard's window: a window never starts after the shared
+        // clock, even should a key's `Hash` panic below. Moving the clock first is safe here,
+        // unlike under the read lock: no other decision for this shard's keys can be made
+        // until this one is.
+        self.publish(now_ms, seen_ms);
         if at_ms - guard.window_start_ms >= self.limit.window_ms() {
             self.sweep_shard(&mut guard, at_ms, at_ms);
         }
@@ -390,8 +395,6 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
                 }
             }
         };
-        // Before the lock is let go: a shard's window never starts after the shared clock.
-        self.publish(now_ms, seen_ms);
         drop(guard);
         told(decision, now_ms)
     }
@@ -419,12 +422,13 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             .record(&self.limit, at_ms, cost)
     }
 
-    /// Moves the shared clock to `now_ms` (never back), once the request is decided and
-    /// before its shard's lock is let go, `seen_ms` being the clock read to decide it.
+    /// Moves the shared clock to `now_ms` (never back), while the request's shard is
+    /// locked, `seen_ms` being the clock read to decide it.
     ///
-    /// Only afterwards: were the clock moved first, another thread could read the new time
-    /// and be decided at it, for the same key, before this request is: an order no sequence
-    /// of calls gives (the loom model `a_later_denial_races_an_earlier_hit` found it).
+    /// Under the read lock, only once the request is decided: were the clock moved first,
+    /// another thread could read the new time and be decided at it, for the same key,
+    /// before this request is: an order no sequence of calls gives (the loom model
+    /// `a_later_denial_races_an_earlier_hit` found it).
     #[inline]
     fn publish(&self, now_ms: u64, seen_ms: u64) {
         // Only a later time is written: most requests on a busy server bring a time already
