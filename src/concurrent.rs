@@ -88,7 +88,22 @@ pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
     /// How far to shift a key's shard hash right to get its shard: 64 − log2(shards).
     shard_shift: u32,
     /// The latest time seen by any `hit` or `record`: the server's clock, shared by all keys.
-    latest_ms: AtomicU64,
+    latest_ms: ClockLine,
+}
+
+/// The shared clock on cache lines of its own. It is written whenever time moves on, and
+/// every decision reads the fields before it: sharing their line, or one with whatever the
+/// limiter is placed beside, would make each of those writes cost the other cores a miss.
+#[derive(Debug)]
+#[repr(align(128))]
+struct ClockLine(AtomicU64);
+
+impl core::ops::Deref for ClockLine {
+    type Target = AtomicU64;
+
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
 }
 
 /// One shard's buckets.
@@ -164,7 +179,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             // A shift by 64 would overflow: with one shard, every hash shifts to 0 or 1 by
             // 63, and the mask in `shard_of` keeps it at 0.
             shard_shift: 64 - count.trailing_zeros().max(1),
-            latest_ms: AtomicU64::new(0),
+            latest_ms: ClockLine(AtomicU64::new(0)),
         }
     }
 
