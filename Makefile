@@ -90,7 +90,7 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-test: setup-test fmt lint unit doc wasm-node wasm-browser e2e
+test: setup-test fmt lint unit loom doc wasm-node wasm-browser e2e
 
 fmt:
 	$(CARGO) fmt --all -- --check
@@ -109,6 +109,13 @@ lint:
 # natively.
 unit: setup-test
 	$(CARGO) test --locked
+
+# The loom model of the concurrent limiter's compare-and-swap (tests/loom_packed.rs): every
+# interleaving of a few threads on one packed key. Its own target folder, since the cfg
+# rebuilds every crate and would otherwise throw away the normal build.
+.PHONY: loom
+loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --locked --release --test loom_packed
 
 # The API docs build without a broken link or a warning.
 doc:

@@ -1,37 +1,61 @@
 //! A keyed limiter that many threads share through `&self`, deciding exactly as the
-//! sequential [`KeyedLimiter`](crate::KeyedLimiter) does: the buckets are split into shards,
-//! each a `HashMap` behind its own `Mutex` and chosen by the key's hash, so threads deciding
-//! for keys in different shards never wait for each other, and a key's bucket is only ever
-//! read and changed by one thread at a time, which is what keeps "never N + 1" exact. The
-//! shared clock (the latest time any request brought) is one atomic, moved forward with
+//! sequential [`KeyedLimiter`](crate::KeyedLimiter) does.
+//!
+//! The buckets are split into shards chosen by the key's hash, each a pair of `HashMap`s
+//! behind its own `RwLock`. For the floating window, when N fits (see `src/packed.rs`), a
+//! key's bucket is one `AtomicU64`: a decision for a key already present takes its shard's
+//! lock only to read, and updates the word by compare-and-swap, so threads deciding at once,
+//! even for keys of one shard, do not wait for each other, and a key costs its map slot and
+//! 8 bytes. Keys are added, and each shard's packed words rolled into a new window, under
+//! the write lock. Other algorithms, limits too large to pack, and keys that `record`
+//! pushed past the packed counters keep their whole state in the second map, decided under
+//! the write lock, one thread at a time.
+//!
+//! The shared clock (the latest time any request brought) is one atomic, moved forward with
 //! `fetch_max`; idle buckets are dropped shard by shard, as the keyed limiter drops them.
 
+use core::any::{Any, TypeId};
 use core::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use core::num::NonZeroUsize;
-use core::sync::atomic::{AtomicU64, Ordering};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+
+// Under `--cfg loom` the atomics and locks are loom's, so that tests/loom_packed.rs can
+// explore every interleaving of this very code.
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::decision::Decision;
 use crate::floating::FloatingState;
 use crate::keyed::from_callers_clock;
 use crate::limit::Limit;
-use crate::state::State;
+use crate::packed::{self, Packed, Packing};
+use crate::seeded_hash::SeededState;
+use crate::state::{peek_rolled, record_rolled, State};
 
 /// One bucket per key, all under the same limit, shared by threads.
 ///
 /// Every call takes `&self`, so one limiter behind an `Arc` (or a `static`) serves every
-/// thread of a server. Each decision is the one [`KeyedLimiter`](crate::KeyedLimiter)
-/// would make had the calls come one after the other, in the order in which they read the
-/// shared clock (each reads it, and moves it, while holding its key's shard): a request is
-/// decided at `max(now, latest)`, where `latest` is the latest time any earlier `hit` or
-/// `record` brought, and a denial's `retry_after_ms` is told from the caller's own `now`.
-/// So at one frozen time, T threads hitting a key with a limit of N, each asking for cost c,
-/// spend exactly ⌊N / c⌋ × c tokens between them, what one thread alone would: never N + 1.
+/// thread of a server. A request is decided at `max(now, latest)`, where `latest` is the
+/// latest time any earlier `hit` or `record` brought, and a denial's `retry_after_ms` is
+/// told from the caller's own `now`. For each key, the decisions are exactly those of the
+/// sequential core given that key's requests one after the other, in the order in which
+/// they changed the key's bucket, each at a time no earlier than the one before: so at one
+/// frozen time, T threads hitting a key with a limit of N, each asking for cost c, spend
+/// exactly ⌊N / c⌋ × c tokens between them, what one thread alone would: never N + 1.
 ///
-/// Memory: a bucket holding nothing that still counts is dropped when its shard is next used
-/// in a later window, so, as with the keyed limiter, a key idle for two whole windows of the
-/// floating window goes, and memory follows the keys active lately.
+/// Memory: for the floating window with N below the packed bound (4,194,303 for a
+/// 15-minute window; `src/packed.rs` has the rule), a key costs its slot in a hash map, the
+/// key and one 8-byte word. A bucket holding nothing that still counts is dropped when its
+/// shard is next used in a later window, so, as with the keyed limiter, a key idle for two
+/// whole windows of the floating window goes, and memory follows the keys active lately.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -57,28 +81,65 @@ use crate::state::State;
 #[derive(Debug)]
 pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
     limit: Limit,
+    /// How a key's bucket fits one word; `None` unless S is the floating window and N fits.
+    packing: Option<Packing>,
     /// A power-of-two number of shards, so that picking one is a shift of the hash.
     shards: Box<[PaddedShard<K, S>]>,
     /// How far to shift a key's shard hash right to get its shard: 64 − log2(shards).
     shard_shift: u32,
     /// The latest time seen by any `hit` or `record`: the server's clock, shared by all keys.
-    latest_ms: AtomicU64,
+    latest_ms: ClockLine,
 }
 
-/// One shard's buckets, and the window in which its idle ones were last dropped.
+/// The shared clock on cache lines of its own. It is written whenever time moves on, and
+/// every decision reads the fields before it: sharing their line, or one with whatever the
+/// limiter is placed beside, would make each of those writes cost the other cores a miss.
+#[derive(Debug)]
+#[repr(align(128))]
+struct ClockLine(AtomicU64);
+
+impl core::ops::Deref for ClockLine {
+    type Target = AtomicU64;
+
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
+/// One shard's buckets.
+///
+/// Every packed word of a shard belongs to the window starting at `window_start_ms`: a word
+/// is only written by a decision in that window (under the read lock), or by the sweep that
+/// rolls them all into a new window and moves `window_start_ms` (under the write lock, so
+/// no decision is halfway meanwhile). A word therefore never needs a window number of its
+/// own, which could wrap and alias.
 #[derive(Debug)]
 struct Shard<K, S> {
-    buckets: HashMap<K, S>,
-    swept_window: u64,
+    /// Keys whose floating window is packed in one word.
+    packed: HashMap<K, AtomicU64, SeededState>,
+    /// Keys whose state is kept whole: every key when nothing is packed; otherwise the keys
+    /// that `record` pushed past the packed counters, until they fall idle and are dropped.
+    wide: HashMap<K, S, SeededState>,
+    /// The start of the window the shard was last swept in, a multiple of W.
+    window_start_ms: u64,
 }
 
 /// A locked shard on cache lines of its own: two threads locking neighbouring shards would
 /// otherwise write to the same line and slow each other down although they never wait.
 #[derive(Debug)]
 #[repr(align(128))]
-struct PaddedShard<K, S>(Mutex<Shard<K, S>>);
+struct PaddedShard<K, S>(RwLock<Shard<K, S>>);
 
-impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
+/// What a request does to its bucket besides being decided.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Charge {
+    /// Spend the cost if it fits ([`State::hit`]).
+    Hit,
+    /// Spend the cost whether it fits or not ([`State::record`]).
+    Record,
+}
+
+impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     /// An empty limiter with four shards per CPU the machine offers (rounded up to a power
     /// of two): enough that two threads rarely want the same shard at once.
     pub fn new(limit: Limit) -> ConcurrentKeyedLimiter<K, S> {
@@ -90,25 +151,35 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
     }
 
     /// An empty limiter with `shards` shards, rounded up to a power of two. One shard is a
-    /// single lock around a single map; more shards let more threads decide at once, for
-    /// one empty map on cache lines of its own (128 bytes) each.
+    /// single lock around a single pair of maps; more shards let more threads add keys at
+    /// once, for one pair of empty maps on cache lines of their own (128 bytes) each.
     pub fn with_shards(limit: Limit, shards: NonZeroUsize) -> ConcurrentKeyedLimiter<K, S> {
         let count = shards.get().next_power_of_two();
+        // One seed for the limiter: a key's hash depends on it, not on the shard.
+        let seed = SeededState::new();
         let shards = (0..count)
             .map(|_| {
-                PaddedShard(Mutex::new(Shard {
-                    buckets: HashMap::new(),
-                    swept_window: 0,
+                PaddedShard(RwLock::new(Shard {
+                    packed: HashMap::with_hasher(seed),
+                    wide: HashMap::with_hasher(seed),
+                    window_start_ms: 0,
                 }))
             })
             .collect();
+        // Packed words hold the floating window's counters, so only its state packs.
+        let packing = if TypeId::of::<S>() == TypeId::of::<FloatingState>() {
+            Packing::new(&limit)
+        } else {
+            None
+        };
         ConcurrentKeyedLimiter {
             limit,
+            packing,
             shards,
             // A shift by 64 would overflow: with one shard, every hash shifts to 0 or 1 by
-            // 63, and the mask in `lock_shard_of` keeps it at 0.
+            // 63, and the mask in `shard_of` keeps it at 0.
             shard_shift: 64 - count.trailing_zeros().max(1),
-            latest_ms: AtomicU64::new(0),
+            latest_ms: ClockLine(AtomicU64::new(0)),
         }
     }
 
@@ -122,46 +193,50 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
         self.shards.len()
     }
 
+    /// True when each key's bucket is one atomic word, decided by compare-and-swap: for the
+    /// floating window, when N is below the packed bound of its window (`src/packed.rs`).
+    pub fn is_packed(&self) -> bool {
+        self.packing.is_some()
+    }
+
     /// Decides a request of `cost` for `key` at `now_ms`, spending the cost if it fits.
     pub fn hit(&self, key: K, now_ms: u64, cost: u64) -> Decision {
-        let mut shard = self.lock_shard_of(&key);
-        let at_ms = self.advance(&mut shard, now_ms);
-        let decision = shard
-            .buckets
-            .entry(key)
-            .or_default()
-            .hit(&self.limit, at_ms, cost);
-        drop(shard);
-        from_callers_clock(decision, at_ms - now_ms)
+        self.charge(key, now_ms, cost, Charge::Hit)
     }
 
     /// What [`hit`](ConcurrentKeyedLimiter::hit) would answer for `key`, without spending or
     /// storing, and without moving the shared clock.
     pub fn peek(&self, key: &K, now_ms: u64, cost: u64) -> Decision {
-        let shard = self.lock_shard_of(key);
+        let buckets = read(self.shard_of(key));
         let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
-        let decision = match shard.buckets.get(key) {
-            Some(state) => state.peek(&self.limit, at_ms, cost),
-            None => S::default().peek(&self.limit, at_ms, cost),
+        let decision = match (self.packing, buckets.packed.get(key)) {
+            (Some(packing), Some(word)) => peek_packed(
+                &self.limit,
+                packing,
+                word.load(Ordering::Relaxed),
+                buckets.window_start_ms,
+                at_ms,
+                cost,
+            ),
+            _ => match buckets.wide.get(key) {
+                Some(state) => state.peek(&self.limit, at_ms, cost),
+                None => S::default().peek(&self.limit, at_ms, cost),
+            },
         };
-        drop(shard);
-        from_callers_clock(decision, at_ms - now_ms)
+        drop(buckets);
+        told(decision, now_ms)
     }
 
     /// Charges `cost` to `key` after the fact, even past the limit.
     pub fn record(&self, key: K, now_ms: u64, cost: u64) -> Decision {
-        let mut shard = self.lock_shard_of(&key);
-        let at_ms = self.advance(&mut shard, now_ms);
-        shard
-            .buckets
-            .entry(key)
-            .or_default()
-            .record(&self.limit, at_ms, cost)
+        self.charge(key, now_ms, cost, Charge::Record)
     }
 
     /// Forgets `key`'s requests.
     pub fn reset(&self, key: &K) {
-        self.lock_shard_of(key).buckets.remove(key);
+        let mut buckets = write(self.shard_of(key));
+        buckets.packed.remove(key);
+        buckets.wide.remove(key);
     }
 
     /// How many keys hold a bucket: the shards are counted one after the other, so while
@@ -169,15 +244,19 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
     pub fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|shard| lock(shard).buckets.len())
+            .map(|shard| {
+                let buckets = read(shard);
+                buckets.packed.len() + buckets.wide.len()
+            })
             .sum()
     }
 
     /// True when no key holds a bucket (with the same caveat as [`len`](Self::len)).
     pub fn is_empty(&self) -> bool {
-        self.shards
-            .iter()
-            .all(|shard| lock(shard).buckets.is_empty())
+        self.shards.iter().all(|shard| {
+            let buckets = read(shard);
+            buckets.packed.is_empty() && buckets.wide.is_empty()
+        })
     }
 
     /// Drops, in every shard, each bucket that holds nothing still counting at `now_ms`,
@@ -185,47 +264,366 @@ impl<K: Hash + Eq, S: State + Default> ConcurrentKeyedLimiter<K, S> {
     /// this by itself when it is first used in a new window; calling this sweeps the shards
     /// no request has touched lately.
     pub fn sweep(&self, now_ms: u64) {
-        let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
         for shard in self.shards.iter() {
-            sweep(&mut lock(shard), &self.limit, at_ms);
+            let mut buckets = write(shard);
+            // Read under the lock, so it is no earlier than the shard's window. The packed
+            // words roll only as far as the shared clock: a `now_ms` beyond it moves
+            // nothing, and later requests may still come before it.
+            let clock_ms = self.latest_ms.load(Ordering::Relaxed);
+            self.sweep_shard(&mut buckets, clock_ms, now_ms.max(clock_ms));
         }
     }
 
-    /// The shard `key` lives in, locked, picked by the top bits of its [`ShardHasher`] hash.
-    fn lock_shard_of(&self, key: &K) -> MutexGuard<'_, Shard<K, S>> {
+    /// The shard `key` lives in, picked by the top bits of its [`ShardHasher`] hash.
+    #[inline]
+    fn shard_of(&self, key: &K) -> &PaddedShard<K, S> {
         let hash = BuildHasherDefault::<ShardHasher>::default().hash_one(key);
         let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
-        lock(&self.shards[index])
+        &self.shards[index]
     }
 
-    /// Moves the shared clock to `now_ms` (never back) and returns the time to decide at;
-    /// sweeps `shard` when this is its first use in a new window. Called with the shard
-    /// locked, so two requests for one key move the clock in the order they are decided:
-    /// the later one is never decided at an earlier time.
+    /// `hit` and `record`. A packed key already present in the shard's window is decided
+    /// under the read lock, by compare-and-swap on its word; everything else (a new key, a
+    /// new window, a record past the packed counters, a wide state) under the write lock.
+    #[inline]
+    fn charge(&self, key: K, now_ms: u64, cost: u64, charge: Charge) -> Decision {
+        let shard = self.shard_of(&key);
+        if let Some(packing) = self.packing {
+            let buckets = read(shard);
+            // Read under the lock: no earlier than the clock the last sweep rolled to.
+            let seen_ms = self.latest_ms.load(Ordering::Relaxed);
+            let elapsed_ms = now_ms.max(seen_ms) - buckets.window_start_ms;
+            if elapsed_ms < self.limit.window_ms() {
+                if let Some(word) = buckets.packed.get(&key) {
+                    let decision = charge_packed(
+                        &self.limit,
+                        packing,
+                        word,
+                        buckets.window_start_ms,
+                        elapsed_ms,
+                        cost,
+                        charge,
+                    );
+                    if let Some(decision) = decision {
+                        self.publish(now_ms, seen_ms);
+                        drop(buckets);
+                        return told(decision, now_ms);
+                    }
+                }
+            }
+        }
+        self.charge_exclusively(shard, key, now_ms, cost, charge)
+    }
+
+    /// `charge` under the shard's write lock: sweeps the shard first if the clock is in a
+    /// later window, then decides, adding the key if it is new.
+    fn charge_exclusively(
+        &self,
+        shard: &PaddedShard<K, S>,
+        key: K,
+        now_ms: u64,
+        cost: u64,
+        charge: Charge,
+    ) -> Decision {
+        let mut guard = write(shard);
+        let seen_ms = self.latest_ms.load(Ordering::Relaxed);
+        let at_ms = now_ms.max(seen_ms);
+        // Before the sweep moves the shard's window: a window never starts after the shared
+        // clock, even should a key's `Hash` panic below. Moving the clock first is safe here,
+        // unlike under the read lock: no other decision for this shard's keys can be made
+        // until this one is.
+        self.publish(now_ms, seen_ms);
+        if at_ms - guard.window_start_ms >= self.limit.window_ms() {
+            self.sweep_shard(&mut guard, at_ms, at_ms);
+        }
+        let buckets = &mut *guard;
+        let elapsed_ms = at_ms - buckets.window_start_ms;
+        let decision = match self.packing {
+            Some(packing) if buckets.wide.is_empty() || !buckets.wide.contains_key(&key) => {
+                let start_ms = buckets.window_start_ms;
+                match buckets.packed.entry(key) {
+                    Entry::Occupied(entry) => {
+                        match charge_packed(
+                            &self.limit,
+                            packing,
+                            entry.get(),
+                            start_ms,
+                            elapsed_ms,
+                            cost,
+                            charge,
+                        ) {
+                            Some(decision) => decision,
+                            None => {
+                                let (key, word) = entry.remove_entry();
+                                let bucket = packing.unpack(word.load(Ordering::Relaxed));
+                                self.charge_widened(
+                                    &mut buckets.wide,
+                                    key,
+                                    bucket,
+                                    start_ms,
+                                    at_ms,
+                                    cost,
+                                )
+                            }
+                        }
+                    }
+                    Entry::Vacant(entry) => {
+                        let word = AtomicU64::new(0);
+                        match charge_packed(
+                            &self.limit,
+                            packing,
+                            &word,
+                            start_ms,
+                            elapsed_ms,
+                            cost,
+                            charge,
+                        ) {
+                            Some(decision) => {
+                                entry.insert(word);
+                                decision
+                            }
+                            None => {
+                                let fresh = Packed {
+                                    previous: 0,
+                                    current: 0,
+                                    latest_offset_ms: 0,
+                                };
+                                let key = entry.into_key();
+                                self.charge_widened(
+                                    &mut buckets.wide,
+                                    key,
+                                    fresh,
+                                    start_ms,
+                                    at_ms,
+                                    cost,
+                                )
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                let state = buckets.wide.entry(key).or_default();
+                match charge {
+                    Charge::Hit => state.hit(&self.limit, at_ms, cost),
+                    Charge::Record => state.record(&self.limit, at_ms, cost),
+                }
+            }
+        };
+        drop(guard);
+        told(decision, now_ms)
+    }
+
+    /// Moves a packed key into the wide map and records `cost` there: the packed counters
+    /// cannot hold what the record brings. Only `record` gets here, since an allowed `hit`
+    /// keeps `current` at most N, which always fits.
+    fn charge_widened(
+        &self,
+        wide: &mut HashMap<K, S, SeededState>,
+        key: K,
+        bucket: Packed,
+        start_ms: u64,
+        at_ms: u64,
+        cost: u64,
+    ) -> Decision {
+        let floating = FloatingState::from_counters(
+            bucket.previous,
+            bucket.current,
+            start_ms + bucket.latest_offset_ms,
+        );
+        wide.entry(key)
+            .insert_entry(widened(floating))
+            .into_mut()
+            .record(&self.limit, at_ms, cost)
+    }
+
+    /// Moves the shared clock to `now_ms` (never back), while the request's shard is
+    /// locked, `seen_ms` being the clock read to decide it.
+    ///
+    /// Under the read lock, only once the request is decided: were the clock moved first,
+    /// another thread could read the new time and be decided at it, for the same key,
+    /// before this request is: an order no sequence of calls gives (the loom model
+    /// `a_later_denial_races_an_earlier_hit` found it).
+    #[inline]
+    fn publish(&self, now_ms: u64, seen_ms: u64) {
+        // Only a later time is written: most requests on a busy server bring a time already
+        // seen, and a read leaves the clock's cache line shared between the cores.
+        if now_ms > seen_ms {
+            self.latest_ms.fetch_max(now_ms, Ordering::Relaxed);
+        }
+    }
+
+    /// Rolls the shard's packed words into the window of `roll_to_ms` and drops every
+    /// bucket that holds nothing still counting at `idle_at_ms` (≥ `roll_to_ms`); gives back
+    /// memory when most of a table is empty. `roll_to_ms` must be no earlier than the
+    /// shard's window and no later than the shared clock, so that no decision comes before
+    /// the window the words are rolled into.
     ///
     /// Sweeping costs O(keys in the shard) at most once per window per shard: amortised
     /// O(1) per request, since every key kept was active in the last two windows.
-    fn advance(&self, shard: &mut Shard<K, S>, now_ms: u64) -> u64 {
-        // Only a later time is written: most requests on a busy server bring a time already
-        // seen, and a read leaves the clock's cache line shared between the cores.
-        let seen_ms = self.latest_ms.load(Ordering::Relaxed);
-        let at_ms = if now_ms > seen_ms {
-            now_ms.max(self.latest_ms.fetch_max(now_ms, Ordering::Relaxed))
-        } else {
-            seen_ms
-        };
-        if at_ms / self.limit.window_ms() > shard.swept_window {
-            sweep(shard, &self.limit, at_ms);
+    fn sweep_shard(&self, buckets: &mut Shard<K, S>, roll_to_ms: u64, idle_at_ms: u64) {
+        let window_ms = self.limit.window_ms();
+        let start_ms = roll_to_ms - roll_to_ms % window_ms;
+        if let Some(packing) = self.packing {
+            let windows_rolled = windows_between(buckets.window_start_ms, start_ms, window_ms);
+            let windows_idle = windows_between(start_ms, idle_at_ms, window_ms);
+            buckets.packed.retain(|_, word| {
+                let bucket = roll(packing.unpack(word.load(Ordering::Relaxed)), windows_rolled);
+                // Nothing counts once both counters are 0, and W − elapsed ≥ 1 weighs any
+                // `previous` left.
+                let idle = roll(bucket, windows_idle);
+                if windows_rolled > 0 {
+                    word.store(packing.pack(bucket), Ordering::Relaxed);
+                }
+                idle.previous != 0 || idle.current != 0
+            });
+            shrink(&mut buckets.packed);
         }
-        at_ms
+        buckets
+            .wide
+            .retain(|_, state| !state.is_idle(&self.limit, idle_at_ms));
+        shrink(&mut buckets.wide);
+        buckets.window_start_ms = buckets.window_start_ms.max(start_ms);
     }
 }
 
-/// Picks a key's shard: the multiply-and-rotate hash of rustc's `FxHasher`, a few cycles
-/// where the maps' keyed SipHash takes tens, and well mixed in its top bits, which are the
-/// ones used. It is not keyed, so whoever chooses the keys could crowd them into one shard;
-/// that costs only waiting for one lock, since within a shard the map still hashes with
-/// std's randomly keyed `RandomState`, and a crowded table is no slower to search.
+/// Decides `hit` or `record` on a packed word by compare-and-swap, `elapsed_ms` into the
+/// shard's window (which starts at `start_ms`); `None` when a record would carry `current`
+/// past the packed counters, leaving the word as it was.
+///
+/// Each try decides at no earlier a time than the word's latest offset, and writes its own
+/// time there, so the word changes with every decision made at a later time, a denial's
+/// too. A try whose word went stale while it decided (another thread decided for the key,
+/// at a later time or spending) fails to swap and decides again from the new word: the
+/// key's decisions follow one another as in the sequential core, at nondecreasing times.
+/// Within a window the word only grows (offset and `current` never go down, `previous` is
+/// fixed), so a swap cannot succeed on a word that changed and changed back.
+///
+/// Only the word's own modification order matters here, so every access is relaxed; the
+/// shard's lock orders the word against the sweeps that roll it.
+#[inline(always)]
+fn charge_packed(
+    limit: &Limit,
+    packing: Packing,
+    word: &AtomicU64,
+    start_ms: u64,
+    elapsed_ms: u64,
+    cost: u64,
+    charge: Charge,
+) -> Option<Decision> {
+    let mut seen = word.load(Ordering::Relaxed);
+    loop {
+        let bucket = packing.unpack(seen);
+        let elapsed_ms = elapsed_ms.max(bucket.latest_offset_ms);
+        let at_ms = start_ms + elapsed_ms;
+        let (decision, current) = match charge {
+            // An allowed hit keeps `current` at most N, which the counters hold.
+            Charge::Hit => packed::hit(limit, bucket, elapsed_ms, at_ms, cost),
+            Charge::Record => {
+                let mut state =
+                    FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
+                let decision = record_rolled(&mut state, limit, elapsed_ms, cost);
+                let current = u64::try_from(state.counters().1)
+                    .ok()
+                    .filter(|&current| current <= packing.max_count())?;
+                (decision, current)
+            }
+        };
+        let next = packing.pack(Packed {
+            previous: bucket.previous,
+            current,
+            latest_offset_ms: elapsed_ms,
+        });
+        if next == seen {
+            return Some(decision);
+        }
+        match word.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(decision),
+            Err(actual) => seen = actual,
+        }
+    }
+}
+
+/// `peek` on a packed word of the shard whose window starts at `start_ms`. The clock may be
+/// in a later window that no request has swept the shard into yet: the counters are rolled
+/// here, as the sweep would roll them, without writing.
+fn peek_packed(
+    limit: &Limit,
+    packing: Packing,
+    word: u64,
+    start_ms: u64,
+    at_ms: u64,
+    cost: u64,
+) -> Decision {
+    let window_ms = limit.window_ms();
+    let bucket = packing.unpack(word);
+    let at_ms = at_ms.max(start_ms + bucket.latest_offset_ms);
+    let window_at_ms = at_ms - at_ms % window_ms;
+    let bucket = roll(bucket, windows_between(start_ms, window_at_ms, window_ms));
+    let state = FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
+    peek_rolled(&state, limit, at_ms, at_ms - window_at_ms, cost)
+}
+
+/// A packed bucket `windows` windows later: the floating window's roll.
+fn roll(bucket: Packed, windows: u64) -> Packed {
+    match windows {
+        0 => bucket,
+        1 => Packed {
+            previous: bucket.current,
+            current: 0,
+            latest_offset_ms: 0,
+        },
+        _ => Packed {
+            previous: 0,
+            current: 0,
+            latest_offset_ms: 0,
+        },
+    }
+}
+
+/// How many windows the window starting at `from_ms` is before the time `to_ms`, ≥ `from_ms`:
+/// 0, 1 or 2 for anything further (all that rolling needs), without dividing.
+fn windows_between(from_ms: u64, to_ms: u64, window_ms: u64) -> u64 {
+    let apart_ms = to_ms - from_ms;
+    if apart_ms < window_ms {
+        0
+    } else if apart_ms - window_ms < window_ms {
+        1
+    } else {
+        2
+    }
+}
+
+/// A decision made at its `at_ms`, told in the caller's time: a retry is due that much later
+/// from the caller's earlier `now`.
+#[inline]
+fn told(decision: Decision, now_ms: u64) -> Decision {
+    from_callers_clock(decision, decision.at_ms - now_ms)
+}
+
+/// `floating` as S, the state of the wide map. Only called when the limiter packs, which it
+/// does only when S is [`FloatingState`], so the state always takes the floating one's value.
+fn widened<S: Default + 'static>(floating: FloatingState) -> S {
+    let mut state = S::default();
+    if let Some(slot) = (&mut state as &mut dyn Any).downcast_mut::<FloatingState>() {
+        *slot = floating;
+    }
+    state
+}
+
+/// Gives back a table's memory when most of it is empty.
+fn shrink<K: Hash + Eq, V>(map: &mut HashMap<K, V, SeededState>) {
+    if map.len() < map.capacity() / 4 {
+        map.shrink_to_fit();
+    }
+}
+
+/// Picks a key's shard: the multiply-and-rotate hash of rustc's `FxHasher`, well mixed in
+/// its top bits, which are the ones used, and unrelated to the maps' own hash, whose top
+/// bits tag a key within its table. It is not keyed, so whoever chooses the keys could
+/// crowd them into one shard; that costs only waiting for one lock, since within a shard
+/// the map hashes with a per-limiter random seed (`src/seeded_hash.rs`), and a crowded
+/// table is no slower to search.
 #[derive(Default)]
 struct ShardHasher(u64);
 
@@ -269,21 +667,14 @@ impl Hasher for ShardHasher {
     }
 }
 
-/// Locks a shard. A thread that panicked while holding the lock cannot have left a bucket
-/// half-changed (a state is replaced whole, after its decision is made), so a poisoned lock
-/// is taken as it is.
-fn lock<K, S>(shard: &PaddedShard<K, S>) -> MutexGuard<'_, Shard<K, S>> {
-    shard.0.lock().unwrap_or_else(PoisonError::into_inner)
+/// Locks a shard for reading. A thread that panicked while holding the write lock cannot have
+/// left a bucket half-changed (a state is replaced whole, after its decision is made), so a
+/// poisoned lock is taken as it is.
+fn read<K, S>(shard: &PaddedShard<K, S>) -> RwLockReadGuard<'_, Shard<K, S>> {
+    shard.0.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Drops a shard's buckets that hold nothing still counting at `at_ms`, and gives back
-/// memory when most of its table is empty.
-fn sweep<K: Hash + Eq, S: State>(shard: &mut Shard<K, S>, limit: &Limit, at_ms: u64) {
-    shard
-        .buckets
-        .retain(|_, state| !state.is_idle(limit, at_ms));
-    if shard.buckets.len() < shard.buckets.capacity() / 4 {
-        shard.buckets.shrink_to_fit();
-    }
-    shard.swept_window = shard.swept_window.max(at_ms / limit.window_ms());
+/// Locks a shard for writing; a poisoned lock is taken as it is, as in [`read`].
+fn write<K, S>(shard: &PaddedShard<K, S>) -> RwLockWriteGuard<'_, Shard<K, S>> {
+    shard.0.write().unwrap_or_else(PoisonError::into_inner)
 }

@@ -34,6 +34,25 @@ pub struct FloatingState {
     latest_ms: u64,
 }
 
+impl FloatingState {
+    /// A state whose latest time is `latest_ms`, with counters that fit a `u64`: the
+    /// concurrent limiter's packed bucket, unpacked.
+    #[cfg(feature = "std")]
+    pub(crate) fn from_counters(previous: u64, current: u64, latest_ms: u64) -> FloatingState {
+        FloatingState {
+            previous: previous.into(),
+            current: current.into(),
+            latest_ms,
+        }
+    }
+
+    /// `previous` and `current`.
+    #[cfg(feature = "std")]
+    pub(crate) fn counters(&self) -> (u128, u128) {
+        (self.previous, self.current)
+    }
+}
+
 impl Rolling for FloatingState {
     /// How far into its window the latest time is, in ms.
     type Position = u64;

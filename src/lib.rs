@@ -86,6 +86,10 @@ mod floating;
 #[cfg(feature = "std")]
 mod keyed;
 mod limit;
+#[cfg(feature = "std")]
+mod packed;
+#[cfg(feature = "std")]
+mod seeded_hash;
 mod sliding_log;
 pub mod state;
 mod store;

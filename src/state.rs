@@ -139,52 +139,104 @@ pub(crate) trait Rolling: Copy + Default {
     /// Adds `cost` to the tokens in use; the position stays the same.
     fn spend(&mut self, cost: u64);
 
-    /// Rolls to the effective time and applies the shared rule: the rolled state, the usage
-    /// before the request, and the outcome.
+    /// Applies the shared rule to a state already rolled to its latest time, at `position`:
+    /// the usage before the request, and the outcome for a caller at `now_ms`.
     #[inline]
-    fn decide(&self, limit: &Limit, now_ms: u64, cost: u64) -> (Self, Usage, Outcome) {
-        let (state, position) = self.rolled(limit, now_ms.max(self.latest_ms()));
-        let usage = state.usage(limit, position);
+    fn judge_rolled(
+        &self,
+        limit: &Limit,
+        now_ms: u64,
+        position: Self::Position,
+        cost: u64,
+    ) -> (Usage, Outcome) {
+        let usage = self.usage(limit, position);
         let outcome = judge(
             limit,
             now_ms,
-            state.latest_ms(),
+            self.latest_ms(),
             usage.used_scaled,
             cost,
-            || state.wait_ms(limit, position, cost),
+            || self.wait_ms(limit, position, cost),
         );
-        (state, usage, outcome)
+        (usage, outcome)
     }
+
+    /// Rolls to the effective time: the rolled state and its position.
+    #[inline]
+    fn rolled_for(&self, limit: &Limit, now_ms: u64) -> (Self, Self::Position) {
+        self.rolled(limit, now_ms.max(self.latest_ms()))
+    }
+}
+
+/// [`State::hit`] on a state already rolled to its latest time, at `position`. The
+/// concurrent limiter's packed buckets, which know their position without dividing, decide
+/// through this, so their decisions are the core's by construction.
+#[inline]
+pub(crate) fn hit_rolled<T: Rolling>(
+    state: &mut T,
+    limit: &Limit,
+    now_ms: u64,
+    position: T::Position,
+    cost: u64,
+) -> Decision {
+    let (mut usage, outcome) = state.judge_rolled(limit, now_ms, position, cost);
+    if outcome == Outcome::Allowed {
+        state.spend(cost);
+        usage = usage.after_spending(limit, cost);
+    }
+    decision(limit, state.latest_ms(), cost, outcome, usage)
+}
+
+/// [`State::peek`] on a state already rolled to its latest time, at `position`.
+#[inline]
+pub(crate) fn peek_rolled<T: Rolling>(
+    state: &T,
+    limit: &Limit,
+    now_ms: u64,
+    position: T::Position,
+    cost: u64,
+) -> Decision {
+    let (usage, outcome) = state.judge_rolled(limit, now_ms, position, cost);
+    decision(limit, state.latest_ms(), cost, outcome, usage)
+}
+
+/// [`State::record`] on a state already rolled to its latest time, at `position`.
+#[inline]
+pub(crate) fn record_rolled<T: Rolling>(
+    state: &mut T,
+    limit: &Limit,
+    position: T::Position,
+    cost: u64,
+) -> Decision {
+    // Not `after_spending`: a recorded cost may push the counters to saturation.
+    state.spend(cost);
+    let usage = state.usage(limit, position);
+    decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
 }
 
 impl<T: Rolling> State for T {
     #[inline]
     fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (mut state, mut usage, outcome) = self.decide(limit, now_ms, cost);
-        if outcome == Outcome::Allowed {
-            state.spend(cost);
-            usage = usage.after_spending(limit, cost);
-        }
+        let (mut state, position) = self.rolled_for(limit, now_ms);
+        let decision = hit_rolled(&mut state, limit, now_ms, position, cost);
         *self = state;
-        decision(limit, state.latest_ms(), cost, outcome, usage)
+        decision
     }
 
     fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (state, usage, outcome) = self.decide(limit, now_ms, cost);
-        decision(limit, state.latest_ms(), cost, outcome, usage)
+        let (state, position) = self.rolled_for(limit, now_ms);
+        peek_rolled(&state, limit, now_ms, position, cost)
     }
 
     fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (mut state, position) = self.rolled(limit, now_ms.max(self.latest_ms()));
-        // Not `after_spending`: a recorded cost may push the counters to saturation.
-        state.spend(cost);
+        let (mut state, position) = self.rolled_for(limit, now_ms);
+        let decision = record_rolled(&mut state, limit, position, cost);
         *self = state;
-        let usage = state.usage(limit, position);
-        decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
+        decision
     }
 
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
-        let (state, position) = self.rolled(limit, now_ms.max(self.latest_ms()));
+        let (state, position) = self.rolled_for(limit, now_ms);
         state.usage(limit, position).used_scaled == 0
     }
 

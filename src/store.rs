@@ -99,7 +99,9 @@ impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for crate::KeyedLimiter<
 }
 
 #[cfg(feature = "std")]
-impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for &crate::ConcurrentKeyedLimiter<K, S> {
+impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
+    for &crate::ConcurrentKeyedLimiter<K, S>
+{
     type Error = Infallible;
 
     fn limit(&self) -> Limit {
@@ -116,7 +118,7 @@ impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for &crate::ConcurrentKe
 }
 
 #[cfg(feature = "std")]
-impl<K: Hash + Eq + Clone, S: State + Default> Store<K>
+impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
     for std::sync::Arc<crate::ConcurrentKeyedLimiter<K, S>>
 {
     type Error = Infallible;

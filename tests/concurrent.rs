@@ -54,22 +54,19 @@ fn is_send_and_sync() {
 /// T threads start together on one fresh key at one frozen time, each asking for more than
 /// the whole limit in requests of cost c: between them they spend exactly ⌊N / c⌋ × c
 /// tokens, what one thread alone would, in every one of 200 runs.
-fn one_key_at_a_frozen_clock_admits_exactly_the_limit<S: State + Default + Send>() {
+fn one_key_at_a_frozen_clock_admits_exactly_the_limit<
+    S: State + Default + Send + Sync + 'static,
+>(
+    cases: &[(Limit, u64)],
+    packed: bool,
+) {
     const RUNS: u64 = 200;
-    #[rustfmt::skip]
-    let cases = [
-        // limit,   cost
-        ("1/1s",    1),
-        ("6/8s",    1),
-        ("6/8s",    4),
-        ("100/1s",  1),
-        ("100/1s",  3),
-        ("150/15m", 2),
-    ];
     for threads in [2, 4, 8] {
-        for (text, cost) in cases {
-            let limiter: ConcurrentKeyedLimiter<u64, S> = ConcurrentKeyedLimiter::new(limit(text));
-            let tokens = limit(text).tokens();
+        for &(shared_limit, cost) in cases {
+            let text = shared_limit.to_string();
+            let limiter: ConcurrentKeyedLimiter<u64, S> = ConcurrentKeyedLimiter::new(shared_limit);
+            assert_eq!(limiter.is_packed(), packed, "{text}");
+            let tokens = shared_limit.tokens();
             // Every thread alone would exhaust the key, so all of them race to the end.
             let requests = tokens / cost + 2;
             let barrier = Barrier::new(threads);
@@ -110,24 +107,76 @@ fn one_key_at_a_frozen_clock_admits_exactly_the_limit<S: State + Default + Send>
     }
 }
 
+/// Everyday limits, each with a cost that divides N and one that does not.
+fn frozen_cases() -> Vec<(Limit, u64)> {
+    #[rustfmt::skip]
+    let cases = [
+        // limit,   cost
+        ("1/1s",    1),
+        ("6/8s",    1),
+        ("6/8s",    4),
+        ("100/1s",  1),
+        ("100/1s",  3),
+        ("150/15m", 2),
+    ];
+    cases
+        .iter()
+        .map(|&(text, cost)| (limit(text), cost))
+        .collect()
+}
+
+/// A window of 2^40 ms leaves the packed counters 12 bits, so 4,095 tokens pack and 4,096
+/// do not; one of 2^56 ms leaves them 4 bits, 15 tokens.
+fn at_the_packed_bound() -> [Limit; 2] {
+    [window(4_095, 1 << 40), window(15, 1 << 56)]
+}
+
+fn beyond_the_packed_bound() -> [Limit; 2] {
+    [window(4_096, 1 << 40), window(16, 1 << 56)]
+}
+
+fn window(tokens: u64, window_ms: u64) -> Limit {
+    Limit::new(tokens, window_ms).expect("a valid limit")
+}
+
+/// Costs for a bound's limits: 64 for 4,095 or 4,096 tokens keeps the runs short.
+fn with_costs(limits: [Limit; 2]) -> Vec<(Limit, u64)> {
+    limits
+        .iter()
+        .flat_map(|&limit| [(limit, 1), (limit, 3), (limit, limit.tokens() / 64 + 1)])
+        .collect()
+}
+
 #[test]
 fn floating_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
-    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FloatingState>();
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FloatingState>(&frozen_cases(), true);
+}
+
+#[test]
+fn floating_at_the_packed_bound_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    let cases = with_costs(at_the_packed_bound());
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FloatingState>(&cases, true);
+}
+
+#[test]
+fn floating_beyond_the_packed_bound_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    let cases = with_costs(beyond_the_packed_bound());
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FloatingState>(&cases, false);
 }
 
 #[test]
 fn sliding_log_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
-    one_key_at_a_frozen_clock_admits_exactly_the_limit::<SlidingLogState>();
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<SlidingLogState>(&frozen_cases(), false);
 }
 
 #[test]
 fn fixed_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
-    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FixedState>();
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<FixedState>(&frozen_cases(), false);
 }
 
 #[test]
 fn token_bucket_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
-    one_key_at_a_frozen_clock_admits_exactly_the_limit::<TokenBucketState>();
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<TokenBucketState>(&frozen_cases(), false);
 }
 
 /// Rounds of requests over 40 keys, each round at one frozen time (rounds a few ms to a few
@@ -139,14 +188,13 @@ fn token_bucket_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
 /// the round. Each round, per key, the threads must admit exactly as many as the sequential
 /// `KeyedLimiter` given the same requests; after it, `peek` must answer the same for every
 /// key, and after a sweep at the round's time both hold the same number of keys.
-fn many_keys_admit_per_key_what_the_sequential_core_admits<S>()
+fn many_keys_admit_per_key_what_the_sequential_core_admits<S>(shared_limit: Limit)
 where
-    S: State + Default + Send,
+    S: State + Default + Send + Sync + 'static,
 {
     const KEYS: u64 = 40;
     const ROUNDS: u64 = 60;
-    let window_ms = 1_000;
-    let shared_limit = limit("5/1000ms");
+    let window_ms = shared_limit.window_ms();
     let tokens = shared_limit.tokens();
     for threads in [2, 4, 8] {
         let mut sequence = Sequence(0x5eed ^ threads as u64);
@@ -226,28 +274,162 @@ where
 
 #[test]
 fn floating_many_keys_admit_per_key_what_the_sequential_core_admits() {
-    many_keys_admit_per_key_what_the_sequential_core_admits::<FloatingState>();
+    many_keys_admit_per_key_what_the_sequential_core_admits::<FloatingState>(limit("5/1000ms"));
+}
+
+/// 15 tokens per 2^56 ms: packed with nothing to spare (4-bit counters).
+#[test]
+fn floating_at_the_packed_bound_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    let [_, shared_limit] = at_the_packed_bound();
+    many_keys_admit_per_key_what_the_sequential_core_admits::<FloatingState>(shared_limit);
+}
+
+/// 16 tokens per 2^56 ms: the wide floating state, under the write lock.
+#[test]
+fn floating_beyond_the_packed_bound_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    let [_, shared_limit] = beyond_the_packed_bound();
+    many_keys_admit_per_key_what_the_sequential_core_admits::<FloatingState>(shared_limit);
 }
 
 #[test]
 fn sliding_log_many_keys_admit_per_key_what_the_sequential_core_admits() {
-    many_keys_admit_per_key_what_the_sequential_core_admits::<SlidingLogState>();
+    many_keys_admit_per_key_what_the_sequential_core_admits::<SlidingLogState>(limit("5/1000ms"));
 }
 
 #[test]
 fn fixed_many_keys_admit_per_key_what_the_sequential_core_admits() {
-    many_keys_admit_per_key_what_the_sequential_core_admits::<FixedState>();
+    many_keys_admit_per_key_what_the_sequential_core_admits::<FixedState>(limit("5/1000ms"));
 }
 
 #[test]
 fn token_bucket_many_keys_admit_per_key_what_the_sequential_core_admits() {
-    many_keys_admit_per_key_what_the_sequential_core_admits::<TokenBucketState>();
+    many_keys_admit_per_key_what_the_sequential_core_admits::<TokenBucketState>(limit("5/1000ms"));
+}
+
+/// Records past the packed counters: a key pushed beyond them moves to the wide state, and
+/// every answer, before and after, through window rolls, idle drops and a clock going
+/// back, is the sequential core's, call for call. Limits at the packed bound, so that
+/// small records overflow, and `6/8s` with records near `u64::MAX`, past any `u64` counter.
+#[test]
+fn records_past_the_packed_counters_answer_as_the_core() {
+    let [thousands, fifteen] = at_the_packed_bound();
+    for (shared_limit, largest_record) in [
+        (fifteen, 8),
+        (thousands, 1_500),
+        (limit("6/8s"), u64::MAX / 2),
+    ] {
+        let window_ms = shared_limit.window_ms();
+        let limiter: ConcurrentKeyedLimiter<u64> =
+            ConcurrentKeyedLimiter::with_shards(shared_limit, shards(1));
+        assert!(limiter.is_packed(), "{shared_limit}");
+        let mut sequential: KeyedLimiter<u64> = KeyedLimiter::new(shared_limit);
+        let mut sequence = Sequence(0x7ec0_4d00);
+        let mut window = 0u64;
+        for call in 0..20_000 {
+            // Mostly within a window, at its edges, sometimes one or three windows on, and
+            // now and then a time from the window before.
+            // Windows of 2^56 ms run out of u64 after 256: there the clock stays in the last.
+            let last_window = u64::MAX / window_ms - 1;
+            match sequence.below(40) {
+                0 => window = (window + 1).min(last_window),
+                1 => window = (window + 3).min(last_window),
+                _ => {}
+            }
+            let offset_ms = match sequence.below(5) {
+                0 => 0,
+                1 => window_ms - 1,
+                2 => window_ms / 2,
+                _ => sequence.below(window_ms.min(1 << 40)),
+            };
+            let later_ms = window * window_ms + offset_ms;
+            let now_ms = if sequence.below(20) == 0 {
+                later_ms.saturating_sub(window_ms)
+            } else {
+                later_ms
+            };
+            let key = sequence.below(4);
+            let context = format!("{shared_limit}, call {call}: key {key} at {now_ms}");
+            match sequence.below(6) {
+                0 | 1 => {
+                    let cost = match sequence.below(3) {
+                        0 => largest_record,
+                        _ => sequence.below(largest_record),
+                    };
+                    assert_eq!(
+                        limiter.record(key, now_ms, cost),
+                        sequential.record(key, now_ms, cost),
+                        "record {cost}, {context}"
+                    );
+                }
+                2 => {
+                    let cost = sequence.below(shared_limit.tokens() + 2);
+                    assert_eq!(
+                        limiter.peek(&key, now_ms, cost),
+                        sequential.peek(&key, now_ms, cost),
+                        "peek {cost}, {context}"
+                    );
+                }
+                _ => {
+                    let cost = sequence.below(shared_limit.tokens() + 2);
+                    assert_eq!(
+                        limiter.hit(key, now_ms, cost),
+                        sequential.hit(key, now_ms, cost),
+                        "hit {cost}, {context}"
+                    );
+                }
+            }
+            assert_eq!(limiter.len(), sequential.len(), "len after {context}");
+        }
+    }
+}
+
+/// T threads record at one frozen time into a key whose packed counters hold 15, 40 tokens
+/// between them, so the key moves to the wide state while the others are still swapping:
+/// every record sees all the ones before it, so their `used` are exactly 1, 2, …, 40 tokens,
+/// each once, and the key ends as the sequential core's after 40 records.
+#[test]
+fn records_overflowing_the_packed_counters_from_many_threads_are_each_seen_once() {
+    const THREADS: u64 = 4;
+    const EACH: u64 = 10;
+    let [_, fifteen] = at_the_packed_bound();
+    for run in 0..200 {
+        let limiter: ConcurrentKeyedLimiter<u64> = ConcurrentKeyedLimiter::new(fifteen);
+        limiter.hit(run, 1_000, 0);
+        let barrier = Barrier::new(THREADS as usize);
+        let mut used: Vec<u128> = thread::scope(|scope| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        (0..EACH)
+                            .map(|_| limiter.record(run, 1_000, 1).used.floor())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| worker.join().expect("a worker finishes"))
+                .collect()
+        });
+        used.sort_unstable();
+        let expected: Vec<u128> = (1..=u128::from(THREADS * EACH)).collect();
+        assert_eq!(used, expected, "run {run}");
+        let mut sequential: KeyedLimiter<u64> = KeyedLimiter::new(fifteen);
+        for _ in 0..THREADS * EACH {
+            sequential.record(run, 1_000, 1);
+        }
+        assert_eq!(
+            limiter.peek(&run, 1_000, 1),
+            sequential.peek(&run, 1_000, 1)
+        );
+    }
 }
 
 /// From one thread, with one shard (so that idle buckets are dropped at the same moments),
 /// every call answers exactly as `KeyedLimiter`'s: hit, peek, record and reset, at times
 /// that go forward, stand still, jump windows and go back, and the two hold the same keys.
-fn follows_the_keyed_limiter_call_for_call<S: State + Default>() {
+fn follows_the_keyed_limiter_call_for_call<S: State + Default + 'static>() {
     let shared_limit = limit("6/1000ms");
     let limiter: ConcurrentKeyedLimiter<u64, S> =
         ConcurrentKeyedLimiter::with_shards(shared_limit, shards(1));
@@ -345,7 +527,7 @@ fn idle_keys_go_after_two_windows_under_concurrent_use() {
 
 /// The same churn for every algorithm, with keys repeating: after every window, no more keys
 /// hold a bucket than made a request in that window or the one before.
-fn len_stays_within_the_keys_of_the_last_two_windows<S: State + Default + Send>() {
+fn len_stays_within_the_keys_of_the_last_two_windows<S: State + Default + Send + Sync + 'static>() {
     const WINDOWS: u64 = 30;
     const PER_WINDOW: u64 = 2_000;
     const THREADS: u64 = 4;
@@ -421,7 +603,9 @@ fn token_bucket_len_stays_within_the_keys_of_the_last_two_windows() {
 /// token bucket refills as time passes, so for it the forward clocks stand still. Every
 /// denial's retry, counted from the caller's own clock, lands after the time it was decided
 /// at.
-fn a_clock_going_backwards_admits_nothing_extra<S: State + Default + Send>(forward_step_ms: u64) {
+fn a_clock_going_backwards_admits_nothing_extra<S: State + Default + Send + Sync + 'static>(
+    forward_step_ms: u64,
+) {
     const RUNS: u64 = 100;
     let shared_limit = limit("20/1000ms");
     let start_ms = 5_000;
