@@ -50,16 +50,9 @@ if op == 'record' then
     return {0, used, at, 0, now, 0, 0, 0, 0}
 end
 
-local outcome, wait = 0, 0
-if cost == 0 then
-    outcome = 0
-elseif cost > tokens then
-    outcome = 2
-elseif used <= (tokens - cost) * window then
-    outcome = 0
-else
+local outcome, wait = judge(used), 0
+if outcome == 1 then
     -- Nothing comes back before the window ends, and then everything does.
-    outcome = 1
     wait = window - elapsed
 end
 

@@ -59,15 +59,8 @@ if op == 'record' then
     return {0, used, at, 0, now, 1, previous, current, elapsed}
 end
 
-local outcome, wait = 0, 0
-if cost == 0 then
-    outcome = 0
-elseif cost > tokens then
-    outcome = 2
-elseif used <= (tokens - cost) * window then
-    outcome = 0
-else
-    outcome = 1
+local outcome, wait = judge(used), 0
+if outcome == 1 then
     -- The first offset into a window at which `spent` tokens of the window before leave
     -- room for `room` (scaled): W − min(floor(room / spent), W).
     local function first_fit(spent, room)

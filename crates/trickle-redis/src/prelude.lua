@@ -68,3 +68,17 @@ local function expire(ms)
     end
     redis.call('PEXPIRE', KEYS[1], int(total))
 end
+
+-- The rule every algorithm shares (the core's `judge`), given `used_scaled`, the tokens in
+-- use × W: 0 allowed (a cost of 0 always fits), 2 never fits (a cost above N), otherwise
+-- allowed iff used + cost ≤ N, else 1, denied.
+local function judge(used_scaled)
+    if cost == 0 then
+        return 0
+    elseif cost > tokens then
+        return 2
+    elseif used_scaled <= (tokens - cost) * window then
+        return 0
+    end
+    return 1
+end

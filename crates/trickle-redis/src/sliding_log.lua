@@ -109,15 +109,8 @@ if op == 'record' then
 end
 
 -- The core's rule, used × W ≤ (N − cost) × W, divided by W: the same for whole tokens.
-local outcome, wait = 0, 0
-if cost == 0 then
-    outcome = 0
-elseif cost > tokens then
-    outcome = 2
-elseif used <= tokens - cost then
-    outcome = 0
-else
-    outcome = 1
+local outcome, wait = judge(used * window), 0
+if outcome == 1 then
     -- Oldest first until enough has come back; the entry that frees it returns at s + W.
     -- Some entry always does: once all are back, used = 0 ≤ N − cost.
     local fits, left = tokens - cost, used

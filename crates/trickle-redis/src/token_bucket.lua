@@ -78,17 +78,10 @@ if op == 'record' then
     return {0, used, at, 0, now, 0, 0, 0, 0}
 end
 
-local outcome, wait = 0, 0
-if cost == 0 then
-    outcome = 0
-elseif cost > tokens then
-    outcome = 2
-elseif used <= (tokens - cost) * window then
-    outcome = 0
-else
+local outcome, wait = judge(used), 0
+if outcome == 1 then
     -- The smallest d ≥ 1 with used − N × d ≤ (N − cost) × W; the excess is positive, as
     -- the request was denied, and at most used.
-    outcome = 1
     wait = ceil_div(used - (tokens - cost) * window, tokens)
 end
 
