@@ -2,47 +2,15 @@
 //! The replay CLI through the real binary: arguments in, CSV on stdin, rows on stdout,
 //! one summary or error line on stderr, and the exit code.
 
+mod binary;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::thread;
 
+use binary::{trickle, Run};
+
 const HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms";
-
-/// What one run of the binary left behind.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `trickle` with `args`, feeding `stdin` from a thread so that a large input cannot
-/// deadlock against a full stdout pipe.
-fn trickle(args: &[&str], stdin: &str) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the trickle binary starts");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_string();
-    // The binary may stop reading early (a usage error, a bad line): a broken pipe here
-    // is expected, not a failure of the test.
-    let writer = thread::spawn(move || {
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    Run {
-        code: output
-            .status
-            .code()
-            .expect("exited, not killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
-}
 
 /// The header and `rows`, as the binary writes them.
 fn csv(rows: &[&str]) -> String {

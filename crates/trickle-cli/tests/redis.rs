@@ -3,50 +3,17 @@
 //! on a real redis-server prints the same rows and the same summary, for every algorithm,
 //! on the example log and on random ones; and what goes wrong says so.
 
+mod binary;
 #[path = "../../trickle-redis/tests/common/mod.rs"]
 mod common;
 
 use std::fmt::Write as _;
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::thread;
 
+use binary::trickle;
 use common::RedisServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use trickle::Algorithm;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn trickle(args: &[&str], stdin: &str) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the trickle binary starts");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_string();
-    // The binary may stop reading early (a usage error): a broken pipe is expected.
-    let writer = thread::spawn(move || {
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    Run {
-        code: output
-            .status
-            .code()
-            .expect("exited, not killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
-}
 
 fn url(server: &RedisServer) -> String {
     format!("redis+unix://{}", server.socket().display())
