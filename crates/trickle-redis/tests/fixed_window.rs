@@ -5,10 +5,8 @@
 
 mod common;
 
-use std::collections::HashMap;
-
 use common::Op::{H, R};
-use common::{check_rows, RedisServer, Row};
+use common::{check_rows, limit, pttl, stored, RedisServer, Row};
 use redis::Commands;
 use trickle::{Algorithm, Limit, Limiter, Outcome};
 use trickle_redis::{RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
@@ -21,10 +19,6 @@ const LAST_MS: u64 = 1 << 53;
 
 const fn denied(retry_after_ms: u64) -> Outcome {
     Outcome::Denied { retry_after_ms }
-}
-
-fn limit(text: &str) -> Limit {
-    text.parse().expect("a valid limit")
 }
 
 #[rustfmt::skip]
@@ -58,14 +52,6 @@ const ROWS: &[Row] = &[
 #[test]
 fn table_rows_worked_by_hand_match_redis_and_the_core() {
     check_rows(Algorithm::Fixed, ROWS);
-}
-
-fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String> {
-    conn.hgetall(key).expect("HGETALL")
-}
-
-fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
 
 #[test]

@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{slot, RedisServer};
+use common::{limit, slot, stored, RedisServer};
 use redis::Commands;
-use std::collections::HashMap;
 use trickle::{Algorithm, FloatingWindow, Limit, Outcome};
 use trickle_redis::{RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
@@ -16,10 +15,6 @@ const EXCEEDS: Outcome = Outcome::ExceedsLimit;
 
 const fn denied(retry_after_ms: u64) -> Outcome {
     Outcome::Denied { retry_after_ms }
-}
-
-fn limit(text: &str) -> Limit {
-    text.parse().expect("a valid limit")
 }
 
 /// name, limit, hits before (t, cost), probe (t, cost), outcome, used shown, remaining,
@@ -130,10 +125,6 @@ fn table_rows_worked_by_hand_match_redis_and_the_core() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String> {
-    conn.hgetall(key).expect("HGETALL")
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod common;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use common::{slot, RedisServer};
+use common::{limit, pttl, slot, RedisServer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
@@ -27,10 +27,6 @@ const END: u64 = MAX_TIME_MS;
 
 const fn denied(retry_after_ms: u64) -> Outcome {
     Outcome::Denied { retry_after_ms }
-}
-
-fn limit(text: &str) -> Limit {
-    text.parse().expect("a valid limit")
 }
 
 fn log_limiter(limit: Limit, prefix: &str) -> RedisLimiter {
@@ -377,10 +373,6 @@ fn a_request_that_spends_nothing_writes_only_a_later_time() {
     assert_eq!(after.entries, ["1000:2", "2000:2"]);
     assert_eq!(after.hash["total"], "4");
     assert_eq!(after.hash["seen"], "8500");
-}
-
-fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
 
 #[test]

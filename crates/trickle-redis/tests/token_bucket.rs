@@ -10,7 +10,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::Op::{self, H, R};
-use common::{check_rows, RedisServer, Row};
+use common::{check_rows, limit, pttl, stored, RedisServer, Row};
 use redis::Commands;
 use trickle::{Algorithm, Limit, Limiter, Outcome};
 use trickle_redis::{RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
@@ -25,10 +25,6 @@ const BIG: u64 = (1 << 22) - 1;
 
 const fn denied(retry_after_ms: u64) -> Outcome {
     Outcome::Denied { retry_after_ms }
-}
-
-fn limit(text: &str) -> Limit {
-    text.parse().expect("a valid limit")
 }
 
 /// 3/10ms: drained, then a token at 4 (1.2 back, a token borrowed for the 0.2) and at 8.
@@ -88,14 +84,6 @@ const ROWS: &[Row] = &[
 #[test]
 fn table_rows_worked_by_hand_match_redis_and_the_core() {
     check_rows(Algorithm::TokenBucket, ROWS);
-}
-
-fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String> {
-    conn.hgetall(key).expect("HGETALL")
-}
-
-fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
 
 #[test]

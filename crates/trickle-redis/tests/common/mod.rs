@@ -4,11 +4,15 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use redis::Commands;
+use trickle::Limit;
 
 pub struct RedisServer {
     child: Child,
@@ -267,4 +271,19 @@ pub fn check_rows(algorithm: trickle::Algorithm, rows: &[Row]) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A limit written as text, known to be valid.
+pub fn limit(text: &str) -> Limit {
+    text.parse().expect("a valid limit")
+}
+
+/// The fields of a bucket's hash, as Redis holds them.
+pub fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String> {
+    conn.hgetall(key).expect("HGETALL")
+}
+
+/// How long Redis keeps `key`, in ms (−2 when it is gone).
+pub fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
