@@ -14,11 +14,7 @@ local current = tonumber(stored[1]) or 0
 local counted = tonumber(stored[2]) or 0
 local seen = tonumber(stored[3]) or 0
 
--- The effective time: a clock that went backwards reads as the latest time seen.
-local at = now
-if seen > at then
-    at = seen
-end
+local at = decided_at(seen)
 
 -- The counter belongs to the window of `counted`; in any later window it is empty.
 local elapsed = math.fmod(at, window)
@@ -56,15 +52,10 @@ if outcome == 1 then
     wait = window - elapsed
 end
 
-if op == 'peek' then
-    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
-elseif outcome == 0 and cost > 0 then
+settle(outcome, seen, at, function()
     current = current + cost
     used = used + cost * window
     save()
-elseif at > seen then
-    redis.call('HSET', KEYS[1], 'seen', int(at))
-    keep()
-end
+end, keep)
 
 return {outcome, used, at, wait, now, 0, 0, 0, 0}

@@ -14,11 +14,7 @@ local current = tonumber(stored[2]) or 0
 local counted = tonumber(stored[3]) or 0
 local seen = tonumber(stored[4]) or 0
 
--- The effective time: a clock that went backwards reads as the latest time seen.
-local at = now
-if seen > at then
-    at = seen
-end
+local at = decided_at(seen)
 
 -- Roll the counters from the window of `counted` to the window of `at`.
 local elapsed = math.fmod(at, window)
@@ -80,15 +76,10 @@ if outcome == 1 then
     end
 end
 
-if op == 'peek' then
-    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
-elseif outcome == 0 and cost > 0 then
+settle(outcome, seen, at, function()
     current = current + cost
     used = used + cost * window
     save()
-elseif at > seen then
-    redis.call('HSET', KEYS[1], 'seen', int(at))
-    keep()
-end
+end, keep)
 
 return {outcome, used, at, wait, now, 1, previous, current, elapsed}

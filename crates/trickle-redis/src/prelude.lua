@@ -82,3 +82,27 @@ local function judge(used_scaled)
     end
     return 1
 end
+
+-- The time a request is decided at: a clock that went backwards reads as the latest time
+-- the bucket has seen, as in the core.
+local function decided_at(seen)
+    if seen > now then
+        return seen
+    end
+    return now
+end
+
+-- What a hit or a peek leaves in a bucket's hash: a peek nothing (the decision as the
+-- core's peek reports it, usage before the cost); an allowed cost what `spend` writes; any
+-- other request only its time, when later than any seen before, with `keep` renewing the
+-- key's expiry.
+local function settle(outcome, seen, at, spend, keep)
+    if op == 'peek' then
+        return
+    elseif outcome == 0 and cost > 0 then
+        spend()
+    elseif at > seen then
+        redis.call('HSET', KEYS[1], 'seen', int(at))
+        keep()
+    end
+end

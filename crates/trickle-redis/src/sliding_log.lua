@@ -21,11 +21,7 @@ local stored = redis.call('HMGET', bucket, 'total', 'seen')
 local total = tonumber(stored[1]) or 0
 local seen = tonumber(stored[2]) or 0
 
--- The effective time: a clock that went backwards reads as the latest time seen.
-local at = now
-if seen > at then
-    at = seen
-end
+local at = decided_at(seen)
 
 local function parse(entry)
     local colon = string.find(entry, ':', 1, true)

@@ -16,11 +16,7 @@ local fraction = tonumber(stored[2]) or 0
 local refilled = tonumber(stored[3]) or 0
 local seen = tonumber(stored[4]) or 0
 
--- The effective time: a clock that went backwards reads as the latest time seen.
-local at = now
-if seen > at then
-    at = seen
-end
+local at = decided_at(seen)
 
 -- used × W = owed × W + fraction: at most N × W after hits, at most 2^53 after records.
 local used = owed * window + fraction
@@ -85,15 +81,10 @@ if outcome == 1 then
     wait = ceil_div(used - (tokens - cost) * window, tokens)
 end
 
-if op == 'peek' then
-    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
-elseif outcome == 0 and cost > 0 then
+settle(outcome, seen, at, function()
     owed = owed + cost
     used = used + cost * window
     save()
-elseif at > seen then
-    redis.call('HSET', KEYS[1], 'seen', int(at))
-    keep()
-end
+end, keep)
 
 return {outcome, used, at, wait, now, 0, 0, 0, 0}
