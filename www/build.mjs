@@ -5,8 +5,8 @@
 //                           LICENSE-*} and target/package/rate-limit-demo-<version>.tgz
 //
 // esbuild bundles and minifies three entries, "." (defines the element), "./element" and
-// "./limiter", sharing chunks, with compare mode split off behind a dynamic import so that a
-// page of plain widgets never downloads it. The stylesheets go in as minified text.
+// "./limiter", with compare mode and live mode each split off behind a dynamic import so that
+// a page of plain widgets never downloads them. The stylesheets go in as minified text.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -79,24 +79,29 @@ await rm(DIST, { recursive: true, force: true });
 await mkdir(OUT, { recursive: true });
 /**
  * Each entry is one self-contained file, so that a page's requests are never deeper than page
- * → module → (WebAssembly, and compare mode's module when a widget asks for it): shared
- * chunks would put another round trip before the WebAssembly is even asked for. Compare mode
- * stays a file of its own, imported at run time, with its own copy of the few helpers it
- * shares. A page uses one entry; "." re-exports the other two's names.
+ * → module → (WebAssembly, and compare or live mode's module when a widget asks for it):
+ * shared chunks would put another round trip before the WebAssembly is even asked for.
+ * Compare mode and live mode stay files of their own, imported at run time, each with its
+ * own copy of the few helpers it shares. A page uses one entry; "." re-exports the other
+ * two's names.
  */
 const ENTRIES = {
   "rate-limit-demo": "define.js",
   element: "element.js",
   limiter: "limiter.js",
   compare: "compare.js",
+  live: "live.js",
 };
 
-/** Leaves `import("./compare.js")` for the browser (or the page's bundler) to resolve. */
-const compareApart = {
-  name: "compare-apart",
+/**
+ * Leaves `import("./compare.js")` and `import("./live.js")` for the browser (or the page's
+ * bundler) to resolve.
+ */
+const modesApart = {
+  name: "modes-apart",
   setup(build) {
-    build.onResolve({ filter: /^\.\/compare\.js$/ }, ({ kind }) =>
-      kind === "dynamic-import" ? { path: "./compare.js", external: true } : undefined,
+    build.onResolve({ filter: /^\.\/(compare|live)\.js$/ }, ({ kind, path }) =>
+      kind === "dynamic-import" ? { path, external: true } : undefined,
     );
   },
 };
@@ -115,7 +120,7 @@ for (const [name, source] of Object.entries(ENTRIES)) {
     sourcemap: true,
     legalComments: "none",
     metafile: true,
-    plugins: [cssAsText, compareApart],
+    plugins: [cssAsText, modesApart],
     logLevel: "warning",
   });
   metafiles.push(result.metafile);

@@ -28,7 +28,18 @@ const MEANINGS = {
     `the bucket refills ${tokens} tokens every ${windowText}, evenly`,
 };
 
-const OBSERVED = ["limit", "algorithm", "algorithms", "cost", "costs", "compare"];
+const OBSERVED = [
+  "limit",
+  "algorithm",
+  "algorithms",
+  "cost",
+  "costs",
+  "compare",
+  "endpoint",
+  "client-id",
+];
+/** The property of each attribute: a page may set one before this module has loaded. */
+const PROPERTIES = OBSERVED.map((name) => name.replace(/-(\w)/g, (_, letter) => letter.toUpperCase()));
 
 // Importing this module must not throw where there is no DOM (a docs site's server-side
 // render imports it too), so nothing here touches the page until an element is made.
@@ -52,6 +63,18 @@ function loadCompare() {
   return comparePromise;
 }
 
+/** Live mode's module and stylesheet, the same way: only a widget with `endpoint` asks. */
+let livePromise = null;
+let liveModule = null;
+
+function loadLive() {
+  livePromise ??= import("./live.js").then((module) => {
+    liveModule = { ...module, sheet: sharedSheet(module.styles) };
+    return liveModule;
+  });
+  return livePromise;
+}
+
 function message(error) {
   return String(error?.message ?? error);
 }
@@ -63,6 +86,8 @@ function message(error) {
  * overlap + current` with the real numbers, and a timeline on which the previous fixed
  * window slides out of the last W. A value it cannot use is explained, as text, in place of
  * the widget; fixing the attribute brings the widget back. Any change starts a fresh bucket.
+ * In live mode (`endpoint`) each Hit is also sent to a real server, whose answer is shown
+ * beside the widget's prediction, with whatever differs marked.
  *
  * @tagname rate-limit-demo
  * @summary A rate limit a reader can press: the formula with live numbers, the 429 and its Retry-After, the tokens coming back.
@@ -73,8 +98,11 @@ function message(error) {
  * @attr {string} costs - What each response costs, by status: `esi` (2XX 2, 3XX 1, 4XX 5, 429 0, 5XX 0) or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; the response is charged after answering.
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
+ * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
+ * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
- * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown, with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`.
+ * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown, with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none.
+ * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
  *
  * @csspart panel - The card holding the live widget.
  * @csspart error - The message shown in place of the widget when it cannot run.
@@ -103,6 +131,12 @@ function message(error) {
  * @csspart wrongly-limited - Presses the floating window refused and the log let in.
  * @csspart presses - Presses so far.
  * @csspart disagreement-note - What a disagreement means.
+ * @csspart live - Live mode: where each Hit is sent, and the table of the last press.
+ * @csspart endpoint - Live mode: the URL and the `X-Client-Id` each Hit is sent with.
+ * @csspart server - Live mode: a cell of the server's answer; its row has `data-field`.
+ * @csspart model - Live mode: a cell of the model's answer.
+ * @csspart match - Live mode: whether a field agrees: `same`, `differs`, or `–` when not compared.
+ * @csspart differs - Live mode: a `match` cell whose field differs.
  *
  * @cssprop --rate-limit-demo-accent - Buttons, the sliding window, the gauge.
  * @cssprop --rate-limit-demo-allowed - 200 answers and allowed hits.
@@ -133,6 +167,8 @@ export class RateLimitDemo extends Base {
   #limiter = null;
   /** In compare mode, the algorithms side by side; then #limiter is null. */
   #comparison = null;
+  /** In live mode, the connection to the server; #limiter is the model it is compared with. */
+  #session = null;
   /** The limiter of the first algorithm shown, in either mode: the limit's numbers. */
   #first = null;
   /** `{ cost, table }`: what a press spends, or asks to fit, and the cost table, if any. */
@@ -276,6 +312,22 @@ export class RateLimitDemo extends Base {
     this.#reflect("costs", value);
   }
 
+  /** The `endpoint` attribute as written, or null: live mode is off. @type {string | null} */
+  get endpoint() {
+    return this.getAttribute("endpoint");
+  }
+  set endpoint(value) {
+    this.#reflect("endpoint", value);
+  }
+
+  /** The `client-id` attribute as written, or null for a random id per widget. @type {string | null} */
+  get clientId() {
+    return this.getAttribute("client-id");
+  }
+  set clientId(value) {
+    this.#reflect("client-id", value);
+  }
+
   /** Whether compare mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
   get compare() {
     const text = this.getAttribute("compare");
@@ -288,15 +340,25 @@ export class RateLimitDemo extends Base {
     } else this.setAttribute("compare", String(value));
   }
 
-  /** True while the element shows a working widget, of either kind. */
-  get #live() {
+  /** True while the element shows a working widget, of any kind. */
+  get #working() {
     return this.#limiter !== null || this.#comparison !== null;
+  }
+
+  /**
+   * The model's clock. In live mode it is the Unix epoch in ms, as the server's is, so that
+   * both place their windows on the same boundaries (multiples of W since the epoch); the
+   * reader's clock may still be off from the server's, which shows as disagreements near a
+   * boundary. Otherwise the page's own clock, which never jumps.
+   */
+  #now() {
+    return this.#session ? Date.now() : performance.now();
   }
 
   connectedCallback() {
     // A page may set properties before this module has loaded; they then sit on the
     // instance and hide the accessors. Pass them through so that they become attributes.
-    for (const name of OBSERVED) {
+    for (const name of PROPERTIES) {
       if (Object.hasOwn(this, name)) {
         const value = this[name];
         delete this[name];
@@ -305,7 +367,7 @@ export class RateLimitDemo extends Base {
     }
     this.#visibility.observe(this);
     this.#resize.observe(this.#timeline.element);
-    if (this.#live) {
+    if (this.#working) {
       // Time went on while the element was away from the page.
       this.#renderNow();
       this.#schedule();
@@ -326,13 +388,20 @@ export class RateLimitDemo extends Base {
   /**
    * Sends one request, as pressing Hit does, and returns the event's detail; null while the
    * element is loading or shows an error. With `costs`, `status` (default: the table's first)
-   * is what the server answers, and must be one the table prices.
+   * is what the server answers, and must be one the table prices. In live mode the request
+   * goes to the server and this returns null: the event follows its answer.
    * @param {number} [status]
    */
   hit(status) {
-    if (!this.#live) return null;
+    if (!this.#working) return null;
     const { table } = this.#pricing;
     const answered = table ? (status ?? table.statuses[0]) : undefined;
+    if (this.#session) {
+      // Asked first, as below, so that a status the table has no price for throws now.
+      table?.cost(answered);
+      this.#send(answered);
+      return null;
+    }
     const now = performance.now();
     let detail;
     if (this.#comparison) {
@@ -366,15 +435,20 @@ export class RateLimitDemo extends Base {
     return detail;
   }
 
-  /** Empties the bucket and the timeline. */
+  /**
+   * Empties the bucket and the timeline. In live mode the server's bucket starts afresh too,
+   * under a new random id, unless `client-id` fixes the id.
+   */
   reset() {
-    if (!this.#live) return;
+    if (!this.#working) return;
     this.#presses = 0;
     if (this.#comparison) this.#comparison.reset();
     else {
       this.#limiter.reset();
       this.#timeline.forget();
     }
+    this.#session?.reset();
+    this.#answer.removeAttribute("aria-busy");
     this.#showHint();
     this.#renderNow();
   }
@@ -386,15 +460,17 @@ export class RateLimitDemo extends Base {
       this.#showError("This rate-limit demo could not load its WebAssembly module.", message(error));
       return false;
     }
-    // Fetched alongside, so that `ready` covers compare mode too; #rebuild shows a failure.
+    // Fetched alongside, so that `ready` covers compare and live mode too; #rebuild shows a
+    // failure.
     if (this.compare) await loadCompare().catch(() => {});
+    if (this.endpoint !== null) await loadLive().catch(() => {});
     this.#loaded = true;
     this.#rebuild();
-    if (this.#live && !markedReady) {
+    if (this.#working && !markedReady) {
       markedReady = true;
       performance.mark("rate-limit-demo:ready");
     }
-    return this.#live;
+    return this.#working;
   }
 
   #reflect(name, value) {
@@ -405,6 +481,10 @@ export class RateLimitDemo extends Base {
   /** Frees what the widget runs on: its limiters and their WebAssembly memory. */
   #teardown() {
     this.#stop();
+    this.#session?.close();
+    this.#session?.element.remove();
+    this.#session = null;
+    this.#answer.removeAttribute("aria-busy");
     this.#limiter?.free();
     this.#limiter = null;
     this.#comparison?.free();
@@ -445,30 +525,47 @@ export class RateLimitDemo extends Base {
       return;
     }
     this.#first = limiters[0];
-    if (!compare) {
+    if (attribute("endpoint") !== null) {
+      // Its attributes are read by its module, which a page of plain widgets never fetches.
+      const mode = { module: liveModule, load: loadLive, name: "Live mode" };
+      this.#whenLoaded(mode, generation, limiters, (module) =>
+        this.#buildLive(module, limiters, compare),
+      );
+    } else if (compare) {
+      const mode = { module: compareModule, load: loadCompare, name: "Compare mode" };
+      this.#whenLoaded(mode, generation, limiters, (module) =>
+        this.#buildComparison(module, limiters),
+      );
+    } else {
       this.#limiter = limiters[0];
       this.#buildSingle();
+    }
+  }
+
+  /**
+   * Builds a mode whose module is fetched on first use: at once if it has arrived, else once
+   * it does, unless the widget was rebuilt meanwhile. The limiters are freed if not used.
+   */
+  #whenLoaded({ module, load, name }, generation, limiters, build) {
+    if (module) {
+      build(module);
       return;
     }
-    if (compareModule) {
-      this.#buildComparison(compareModule, limiters);
-      return;
-    }
-    // Until compare mode's module arrives, the loading note stands in for the old panel.
+    // Until the module arrives, the loading note stands in for the old panel.
     this.#error.hidden = this.#panel.hidden = true;
     this.#loading.hidden = false;
-    loadCompare().then(
-      (module) => {
+    load().then(
+      (loaded) => {
         if (generation !== this.#generation) {
           for (const limiter of limiters) limiter.free();
           return;
         }
-        this.#buildComparison(module, limiters);
+        build(loaded);
       },
       (error) => {
         for (const limiter of limiters) limiter.free();
         if (generation === this.#generation) {
-          this.#showError("Compare mode could not load.", message(error));
+          this.#showError(`${name} could not load.`, message(error));
         }
       },
     );
@@ -500,6 +597,82 @@ export class RateLimitDemo extends Base {
     this.#buildButtons();
     this.#timeline.build(this.#limiter.algorithm, this.#limiter.windowMs);
     this.#showPanel();
+  }
+
+  /** The single widget, its model on the epoch clock, and the server's answers beside it. */
+  #buildLive(module, limiters, compare) {
+    const attribute = (name) => this.getAttribute(name);
+    try {
+      this.#session = new module.LiveSession({
+        endpoint: module.readEndpoint(attribute("endpoint"), this.ownerDocument.baseURI, compare),
+        clientId: module.readClientId(attribute("client-id")),
+        limiter: limiters[0],
+        pricing: this.#pricing,
+        costsText: attribute("costs"),
+        clock: () => Date.now(),
+      });
+    } catch (error) {
+      for (const limiter of limiters) limiter.free();
+      this.#showError(message(error));
+      return;
+    }
+    this.#limiter = limiters[0];
+    this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
+    this.#answer.after(this.#session.element);
+    this.#buildSingle();
+  }
+
+  /**
+   * Sends a press to the server; once it answers, charges and draws the model, announces
+   * both answers and fires the events. Nothing it meets is thrown at the page.
+   */
+  #send(status) {
+    const session = this.#session;
+    this.#answer.setAttribute("aria-busy", "true");
+    if (session.pending === 0) {
+      this.#answer.replaceChildren(html("span", { class: "hint" }, "Waiting for the server…"));
+    }
+    session
+      .send(status)
+      .then((outcome) => this.#answered(session, outcome))
+      .catch((error) => {
+        this.#answer.replaceChildren(`Live mode failed: ${message(error)}`);
+      });
+  }
+
+  /** Draws the model and announces both answers to a press; fires the events. */
+  #answered(session, outcome) {
+    if (session !== this.#session || outcome === null) return;
+    if (session.pending === 0) this.#answer.removeAttribute("aria-busy");
+    this.#answer.replaceChildren(...session.announce(outcome));
+    if (!outcome.decision) return;
+    const { decision, server, model, fields, message: text } = outcome;
+    this.#presses++;
+    const detail = Object.freeze({
+      ...decision,
+      decisions: Object.freeze([decision]),
+      presses: this.#presses,
+      disagreement: null,
+      wronglyAllowed: null,
+      wronglyLimited: null,
+      server,
+      mismatches: fields,
+    });
+    this.#timeline.remember(decision);
+    this.#render(this.#limiter.peek(this.#now(), 0));
+    this.#schedule();
+    this.dispatchEvent(
+      new CustomEvent("rate-limit-decision", { bubbles: true, composed: true, detail }),
+    );
+    if (fields.length) {
+      this.dispatchEvent(
+        new CustomEvent("rate-limit-mismatch", {
+          bubbles: true,
+          composed: true,
+          detail: Object.freeze({ fields, server, model, message: text }),
+        }),
+      );
+    }
   }
 
   #buildComparison(module, limiters) {
@@ -613,7 +786,9 @@ export class RateLimitDemo extends Base {
   }
 
   #showHint() {
-    const hint = this.#pricing.table
+    const hint = this.#session
+      ? "Press Hit to send a real request; the server's answer appears beside the model's."
+      : this.#pricing.table
       ? "Press a Hit button to send a request; the server charges for the answer after sending it."
       : this.#comparison
         ? "Press Hit to send one request to every algorithm at the same instant."
@@ -654,7 +829,7 @@ export class RateLimitDemo extends Base {
    * page or resized. Compare mode's window bar is set to the clock then (see syncWindowBar).
    */
   #renderNow() {
-    const now = performance.now();
+    const now = this.#now();
     this.#comparison?.syncWindowBar(now);
     this.#draw(now);
   }
@@ -708,7 +883,7 @@ export class RateLimitDemo extends Base {
    * who asked for less motion. Idle, hidden or off-screen elements ask for nothing.
    */
   #schedule() {
-    if (this.#frame || this.#timer || !this.#changing || !this.#live) return;
+    if (this.#frame || this.#timer || !this.#changing || !this.#working) return;
     if (!this.isConnected || !this.#onScreen) return;
     if (reducedMotion?.matches) this.#timer = setTimeout(this.#tick, 1000);
     else this.#frame = requestAnimationFrame(this.#tick);
@@ -717,8 +892,8 @@ export class RateLimitDemo extends Base {
   /** One redraw; made once per element, not once per frame. */
   #tick = () => {
     this.#frame = this.#timer = 0;
-    if (!this.#live) return;
-    this.#draw(performance.now());
+    if (!this.#working) return;
+    this.#draw(this.#now());
     this.#schedule();
   };
 

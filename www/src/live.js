@@ -1,0 +1,588 @@
+// Live mode, loaded only by a widget with the `endpoint` attribute: each Hit goes to a real
+// server as a GET, and its status and X-Ratelimit-* headers are shown beside what the widget's
+// own model (the same limit, algorithm and costs, on the reader's clock) says for the same
+// press, with every field where they differ marked. That is how an API team finds out that
+// its docs and its server disagree. Nothing here throws at the page: a request that fails, a
+// server that sends no headers or hides them from CORS, is explained as text.
+
+import { html, updateAttribute, updateText } from "./dom.js";
+import { count, statusLine } from "./format.js";
+import styles from "./live.css";
+
+export { styles };
+
+/** How long a request may take before the widget gives up on it. */
+export const TIMEOUT_MS = 10_000;
+/** Presses that may wait behind one in flight; more are refused, as text. */
+const MAX_WAITING = 4;
+
+/** The rows of the table, in order: the field's name in events, and what the server sends. */
+const ROWS = [
+  ["status", "Status"],
+  ["limit", "X-Ratelimit-Limit"],
+  ["remaining", "X-Ratelimit-Remaining"],
+  ["used", "X-Ratelimit-Used"],
+  ["group", "X-Ratelimit-Group"],
+  ["retry-after", "Retry-After"],
+];
+
+/** The headers every answer must carry, and be allowed to show, for a comparison. */
+const REQUIRED = ["X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Used"];
+
+/**
+ * A fresh key for the server's bucket. randomUUID exists only in secure contexts (https,
+ * localhost); a docs page served over plain http still has getRandomValues.
+ */
+export function randomClientId() {
+  if (globalThis.crypto?.randomUUID) return `demo-${crypto.randomUUID()}`;
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `demo-${Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/**
+ * Content-Security-Policy violations the page reported lately. A request the policy blocks
+ * fails as a network error does; the violation event is the only way to tell them apart.
+ */
+const violations = [];
+let watching = false;
+
+function watchViolations() {
+  if (watching || !globalThis.document) return;
+  watching = true;
+  document.addEventListener("securitypolicyviolation", (event) => {
+    violations.push(event.blockedURI);
+    if (violations.length > 20) violations.shift();
+  });
+}
+
+/** Waits for one task to pass, so that events queued with a failure have been dispatched. */
+const nextTask = () => new Promise((done) => setTimeout(done, 0));
+
+/** A whole number of tokens or seconds as an HTTP header writes it; null if it is not one. */
+function wholeHeader(text) {
+  if (text === null || !/^\s*\d+\s*$/.test(text)) return null;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : null;
+}
+
+/**
+ * Whether `hostname` is this machine or a private network, which Chromium lets a page from
+ * elsewhere reach only once the reader allows it (Local Network Access).
+ */
+function isLocal(hostname) {
+  return /^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|\[::1\]|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+|172\.(1[6-9]|2\d|3[01])\.\d+\.\d+)$/.test(
+    hostname,
+  );
+}
+
+/** "a, b and c". */
+function words(list) {
+  return list.length < 2 ? list.join("") : `${list.slice(0, -1).join(", ")} and ${list.at(-1)}`;
+}
+
+const ENDPOINT_FORM = 'write the URL of a rate-limited route, as in endpoint="https://api.example.com/fittings"';
+
+/**
+ * Live mode's URL, resolved against the page (`base`): http or https only, since the widget
+ * sends a request there on every press. Throws an Error that says what is allowed, which
+ * the element shows in place of the widget, as it does for every attribute.
+ */
+export function readEndpoint(text, base, compare) {
+  if (text.trim() === "") {
+    throw new Error(`endpoint="${text}" is empty: ${ENDPOINT_FORM}, or leave endpoint out`);
+  }
+  let url;
+  try {
+    url = new URL(text.trim(), base);
+  } catch {
+    throw new Error(`endpoint="${text}" is not a URL: ${ENDPOINT_FORM}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(
+      `endpoint="${text}" is not allowed: live mode sends requests over http or https only; ${ENDPOINT_FORM}`,
+    );
+  }
+  if (url.username || url.password) {
+    throw new Error(
+      `endpoint="${text}" holds a user name or password, which the widget never sends: leave them out`,
+    );
+  }
+  if (compare) {
+    throw new Error(
+      `endpoint="${text}" cannot be used with compare: live mode compares one algorithm with the server; leave compare out, and write the server's algorithm in algorithm`,
+    );
+  }
+  url.hash = "";
+  return url;
+}
+
+/**
+ * The `X-Client-Id` a live widget sends, or null for a random one: 1 to 64 visible ASCII
+ * characters, which is what `trickle serve` takes as a bucket's key.
+ */
+export function readClientId(text) {
+  if (text === null || /^[\x21-\x7e]{1,64}$/.test(text)) return text;
+  throw new Error(
+    `client-id="${text}" is not allowed: use 1 to 64 visible ASCII characters (letters, digits, punctuation; no spaces), or leave client-id out for a random id per widget`,
+  );
+}
+
+/**
+ * One widget's connection to its server. The element owns the limiter and gives it to the
+ * session, which asks it what to predict and charges it as the server's answers come; the
+ * element draws the rest of the widget from it as usual.
+ */
+export class LiveSession {
+  #endpoint;
+  /** The `client-id` attribute, or null: then a random id, new on every reset. */
+  #fixedId;
+  #clientId;
+  #limiter;
+  #pricing;
+  /** The widget's `costs` as written, for messages. */
+  #costsText;
+  #clock;
+  /** Presses are sent one after the other; see send. */
+  #tail = Promise.resolve();
+  #pending = 0;
+  /** Bumped by reset and close: an answer to an older request is dropped. */
+  #epoch = 0;
+  #controller = null;
+  #cells = {};
+  #address;
+  element;
+
+  /**
+   * `endpoint`: the URL (a URL object) each Hit is sent to; `clientId`: the `client-id`
+   * attribute or null; `limiter`, `pricing` ({ cost, table }) and `costsText`: the
+   * element's model; `clock`: the time in ms since the Unix epoch, as the server counts it.
+   */
+  constructor({ endpoint, clientId, limiter, pricing, costsText, clock }) {
+    this.#endpoint = endpoint;
+    this.#fixedId = clientId;
+    this.#clientId = clientId ?? randomClientId();
+    this.#limiter = limiter;
+    this.#pricing = pricing;
+    this.#costsText = costsText;
+    this.#clock = clock;
+    watchViolations();
+    this.element = this.#build();
+  }
+
+  /** The id sent as X-Client-Id: the server's bucket for this widget. */
+  get clientId() {
+    return this.#clientId;
+  }
+
+  /** Requests sent or waiting to be. */
+  get pending() {
+    return this.#pending;
+  }
+
+  /**
+   * Sends one request, after those still waiting: one at a time, so that the server meets
+   * them in the order pressed and each answer is compared with a model that has seen every
+   * earlier one. With a cost table, `status` is the answer asked for (`?status=`, which
+   * `trickle serve`'s demo routes honour). Resolves to the outcome, or to null if the
+   * widget was reset or rebuilt meanwhile; never rejects.
+   */
+  send(status) {
+    if (this.#pending > MAX_WAITING) {
+      return Promise.resolve({
+        error: `Still waiting for the server's answer to ${count(this.#pending, "earlier press")}: this press was not sent.`,
+      });
+    }
+    this.#pending++;
+    const epoch = this.#epoch;
+    const result = this.#tail
+      .then(() => (epoch === this.#epoch ? this.#exchange(status, epoch) : null))
+      .catch((error) => ({ error: `Live mode failed: ${error?.message ?? error}` }))
+      .finally(() => this.#pending--);
+    this.#tail = result;
+    return result.then((outcome) => (epoch === this.#epoch ? outcome : null));
+  }
+
+  /**
+   * Drops what is in flight and, unless `client-id` fixes it, takes a new id: the server
+   * then starts a fresh bucket, as the model does.
+   */
+  reset() {
+    this.#abandon();
+    if (this.#fixedId === null) this.#clientId = randomClientId();
+    updateText(this.#address.id, this.#clientId);
+    this.#show(null);
+  }
+
+  /** Stops for good: the widget was rebuilt or its limiter freed. */
+  close() {
+    this.#abandon();
+    this.#limiter = null;
+  }
+
+  #abandon() {
+    this.#epoch++;
+    this.#controller?.abort();
+    this.#controller = null;
+  }
+
+  /**
+   * What the live region announces for an outcome: the two statuses, then whether they
+   * agree, what differs, or what went wrong.
+   */
+  announce({ server, model, error, message }) {
+    const code = (answer) =>
+      html(
+        "span",
+        { class: `code ${answer.status === 429 ? "denied" : "allowed"}` },
+        statusLine(answer.status),
+      );
+    const lines = [];
+    if (server) lines.push("Server ", code(server), " · model ", code(model), " ");
+    else lines.push(html("span", { class: "code denied" }, "No answer"), " ");
+    const text = [error, message].filter(Boolean).join(" ");
+    lines.push(html("span", { class: "explanation" }, text));
+    return lines;
+  }
+
+  /** One request and its comparison. Runs alone: see send. */
+  async #exchange(requested, epoch) {
+    const url = new URL(this.#endpoint);
+    if (requested !== undefined) url.searchParams.set("status", String(requested));
+    const controller = new AbortController();
+    this.#controller = controller;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, TIMEOUT_MS);
+    const before = violations.length;
+    const t0 = this.#clock();
+    let response;
+    try {
+      response = await fetch(url, {
+        method: "GET",
+        mode: "cors",
+        credentials: "omit",
+        cache: "no-store",
+        headers: { "X-Client-Id": this.#clientId },
+        signal: controller.signal,
+      });
+    } catch (error) {
+      if (epoch !== this.#epoch) return null;
+      const text = timedOut
+        ? `No answer from ${url.origin} within ${TIMEOUT_MS / 1000} s; nothing was charged in the model.`
+        : await this.#diagnose(url, error, before);
+      this.#show(null);
+      return { error: text };
+    } finally {
+      clearTimeout(timer);
+    }
+    const t1 = this.#clock();
+    if (epoch !== this.#epoch) {
+      response.body?.cancel().catch(() => {});
+      return null;
+    }
+    const { server, raw, problems } = this.#read(response, url, t1 - t0);
+    const outcome = this.#judge(server, requested, t0, t1);
+    this.#show(outcome, raw);
+    if (problems.length === 0) {
+      response.body?.cancel().catch(() => {});
+      return { ...outcome, error: null };
+    }
+    const error = `${problems.join(" ")} ${await this.#said(response)}`.trim();
+    let { message } = outcome;
+    if (outcome.fields.length === 0) {
+      message =
+        outcome.compared.length === 1
+          ? "The status agrees with the model's; nothing else could be compared."
+          : `The server agrees with the model on ${words(outcome.compared)}.`;
+    }
+    return { ...outcome, message, error };
+  }
+
+  /**
+   * Why a request failed. The browser says only "Failed to fetch" whether the server is down,
+   * refused this page's origin, or the page's own policy stopped the request; the policy's
+   * violation event, and one HEAD request sent without CORS (its answer is opaque, but it
+   * arrives only if the server is up), tell them apart.
+   */
+  async #diagnose(url, error, before) {
+    if (!(error instanceof TypeError)) {
+      return `The request to ${url.origin}${url.pathname} failed: ${error?.message ?? error}.`;
+    }
+    await nextTask();
+    if (violations.slice(before).some((uri) => uri.startsWith(url.origin))) {
+      return `This page's Content-Security-Policy does not allow requests to ${url.origin}: add it to connect-src.`;
+    }
+    const reached = await fetch(url, {
+      method: "HEAD",
+      mode: "no-cors",
+      credentials: "omit",
+      cache: "no-store",
+      signal: AbortSignal.timeout?.(TIMEOUT_MS),
+    }).then(
+      () => true,
+      () => false,
+    );
+    let also = "";
+    if (globalThis.location?.protocol === "https:" && url.protocol === "http:") {
+      also = " An https page cannot call an http endpoint on another host (mixed content).";
+    }
+    if (!reached && isLocal(url.hostname) && !isLocal(globalThis.location?.hostname ?? "")) {
+      also += ` A browser may also keep a page from elsewhere away from ${url.hostname} until the reader allows it (Local Network Access).`;
+    }
+    if (reached) {
+      return (
+        `${url.origin} answered, but not to this page's origin (${globalThis.location?.origin}): ` +
+        "the server must allow it with Access-Control-Allow-Origin and answer the preflight " +
+        `for the X-Client-Id header (CORS).${also}`
+      );
+    }
+    return `${url.origin} could not be reached: is the server running, and is the address right?${also}`;
+  }
+
+  /** The server's answer from its status and headers, and what is missing or malformed. */
+  #read(response, url, roundTripMs) {
+    const header = (name) => response.headers.get(name);
+    const raw = {
+      limit: header("X-Ratelimit-Limit")?.trim() ?? null,
+      remaining: header("X-Ratelimit-Remaining"),
+      used: header("X-Ratelimit-Used"),
+      group: header("X-Ratelimit-Group"),
+      retryAfter: header("Retry-After"),
+    };
+    const server = Object.freeze({
+      status: response.status,
+      limit: raw.limit,
+      remaining: wholeHeader(raw.remaining),
+      used: wholeHeader(raw.used),
+      group: raw.group,
+      retryAfter: wholeHeader(raw.retryAfter),
+      url: url.href,
+      clientId: this.#clientId,
+      roundTripMs,
+    });
+    const problems = [];
+    const missing = REQUIRED.filter((name) => header(name) === null);
+    if (missing.length) {
+      const plural = missing.length > 1;
+      problems.push(
+        `The server answered ${statusLine(response.status)} without ${words(missing)} ` +
+          `${plural ? "headers" : "header"} this page can read: it must send ${plural ? "them" : "it"}, ` +
+          "and, on another origin, list them with Retry-After in Access-Control-Expose-Headers.",
+      );
+    }
+    for (const [name, text, value] of [
+      ["X-Ratelimit-Remaining", raw.remaining, server.remaining],
+      ["X-Ratelimit-Used", raw.used, server.used],
+      ["Retry-After", raw.retryAfter, server.retryAfter],
+    ]) {
+      if (text !== null && value === null) {
+        problems.push(`${name} is ${JSON.stringify(text)}, not a whole number.`);
+      }
+    }
+    return { server, raw, problems };
+  }
+
+  /** An error the server put in a JSON body ({"error": "…"}), for a message; or "". */
+  async #said(response) {
+    if (!/json/i.test(response.headers.get("content-type") ?? "")) {
+      response.body?.cancel().catch(() => {});
+      return "";
+    }
+    try {
+      const { error } = JSON.parse(await response.text());
+      return typeof error === "string" ? `It said: ${error.slice(0, 200)}` : "";
+    } catch {
+      return "";
+    }
+  }
+
+  /**
+   * The model's answer to the press that `server` answered, and where they differ; charges
+   * the model as the server's flow does (ESI's): if the model lets the request in, it records
+   * what the server's actual answer costs under the widget's costs (a 429 costs nothing);
+   * if it refuses, nothing.
+   *
+   * The server decided at some moment between t0, when the request left, and t1, when the
+   * answer came back, and the model cannot know which. Near a window boundary, or as a token
+   * comes back, the answer can change inside that round trip; so a field agrees when the
+   * model gives the server's value at t0, at t1 or (for the numbers, which move one way as
+   * time passes with no request) anywhere between. Without this, a press a few milliseconds
+   * from a boundary would be flagged as a mismatch that no server could avoid.
+   */
+  #judge(server, requested, t0, t1) {
+    const limiter = this.#limiter;
+    const { cost, table } = this.#pricing;
+    const ends = [limiter.peek(t0, cost), limiter.peek(t1, cost)];
+    const serverAllowed = server.status !== 429;
+    let charge = serverAllowed ? cost : 0;
+    let unpriced = false;
+    if (table && serverAllowed) {
+      try {
+        charge = table.cost(server.status);
+      } catch {
+        charge = 0;
+        unpriced = true;
+      }
+    }
+    const agreeing = ends.findIndex((end) => end.allowed === serverAllowed);
+    const index = agreeing === -1 ? 0 : agreeing;
+    const t = index === 0 ? t0 : t1;
+    const end = ends[index];
+    const decision = Object.freeze(
+      end.allowed
+        ? {
+            ...limiter.record(t, charge),
+            status: serverAllowed ? server.status : (requested ?? table?.statuses[0] ?? 200),
+          }
+        : { ...end, status: 429, cost: 0 },
+    );
+    const model = Object.freeze({
+      status: decision.status,
+      limit: limiter.limit,
+      remaining: decision.remaining,
+      used: decision.allowed ? decision.cost : 0,
+      group: null,
+      retryAfter: decision.retryAfter,
+    });
+
+    /** The fields compared, and those of them that differ. */
+    const compared = ["status"];
+    const fields = [];
+    const reasons = [];
+    if (agreeing === -1) {
+      fields.push("status");
+      reasons.push(
+        serverAllowed
+          ? `The server let the request in (${server.status}); the model refuses it (429).`
+          : "The server refused the request (429); the model lets it in.",
+      );
+    }
+    if (server.limit !== null) compared.push("limit");
+    if (server.limit !== null && server.limit !== model.limit) {
+      fields.push("limit");
+      reasons.push(`The server's limit is ${server.limit}; the widget's is ${model.limit}.`);
+    }
+    // Remaining, Used and Retry-After follow from the status: compared only when it agrees.
+    if (agreeing !== -1) {
+      const left = (peeked) => (serverAllowed ? Math.max(0, peeked.remaining - charge) : peeked.remaining);
+      const [early, late] = ends.map(left);
+      if (server.remaining !== null) compared.push("remaining");
+      if (server.remaining !== null && (server.remaining < early || server.remaining > late)) {
+        fields.push("remaining");
+        reasons.push(`The server has ${count(server.remaining, "token")} left; the model ${model.remaining}.`);
+      }
+      const spent = serverAllowed ? charge : 0;
+      if (server.used !== null) compared.push("used");
+      if (server.used !== null && (unpriced || server.used !== spent)) {
+        fields.push("used");
+        reasons.push(
+          unpriced
+            ? `The server charged ${count(server.used, "token")} for ${server.status}; costs="${this.#costsText}" prices no ${server.status}.`
+            : `The server charged ${count(server.used, "token")} for ${server.status}; the model ${spent}: are the costs the same?`,
+        );
+      }
+      if (!serverAllowed) {
+        // A wait shrinks as time passes: the server's lies between the model's at t1 and at t0.
+        const [longest, shortest] = ends.map((peeked) => (peeked.allowed ? 0 : peeked.retryAfter));
+        const wait = server.retryAfter;
+        compared.push("retry-after");
+        if (wait === null || wait < shortest || wait > longest) {
+          fields.push("retry-after");
+          reasons.push(
+            wait === null
+              ? `The server's 429 has no Retry-After; the model says ${model.retryAfter}.`
+              : `The server says Retry-After ${wait}; the model ${model.retryAfter}.`,
+          );
+        }
+      }
+    }
+    const message = fields.length
+      ? `They differ: ${reasons.join(" ")}`
+      : "The server agrees with the model.";
+    return { decision, server, model, fields: Object.freeze(fields), compared, message };
+  }
+
+  /** Fills the table with the last outcome and the headers as sent, or with dashes. */
+  #show(outcome, raw) {
+    for (const [field] of ROWS) {
+      const { server, model, match, row } = this.#cells[field];
+      let shown = ["–", "–"];
+      let differs = false;
+      let compared = false;
+      if (outcome) {
+        const { server: answer, model: predicted, fields } = outcome;
+        differs = fields.includes(field);
+        compared = outcome.compared.includes(field);
+        shown = {
+          status: [statusLine(answer.status), statusLine(predicted.status)],
+          limit: [raw.limit ?? "none", predicted.limit],
+          remaining: [raw.remaining ?? "none", String(predicted.remaining)],
+          used: [raw.used ?? "none", String(predicted.used)],
+          group: [raw.group ?? "none", "–"],
+          "retry-after": [
+            raw.retryAfter ?? (answer.status === 429 ? "none" : "–"),
+            predicted.retryAfter === null ? "–" : String(predicted.retryAfter),
+          ],
+        }[field];
+      }
+      updateText(server, shown[0]);
+      updateText(model, shown[1]);
+      updateText(match, differs ? "differs" : compared ? "same" : "–");
+      updateAttribute(match, "part", differs ? "match differs" : "match");
+      row.classList.toggle("differs", differs);
+    }
+  }
+
+  #build() {
+    const rows = ROWS.map(([field, label]) => {
+      const cells = {
+        server: html("td", { part: "server" }),
+        model: html("td", { part: "model" }),
+        match: html("td", { part: "match", class: "match" }),
+      };
+      cells.row = html(
+        "tr",
+        { "data-field": field },
+        html("th", { scope: "row" }, html("code", {}, label)),
+        cells.server,
+        cells.model,
+        cells.match,
+      );
+      this.#cells[field] = cells;
+      return cells.row;
+    });
+    const head = html(
+      "tr",
+      {},
+      ...["Field", "Server", "Model", "Same?"].map((label) => html("th", { scope: "col" }, label)),
+    );
+    this.#address = {
+      url: html("code", {}, this.#endpoint.href),
+      id: html("code", {}, this.#clientId),
+    };
+    const table = html(
+      "table",
+      { class: "live-table" },
+      html("caption", {}, "The last press: the server's answer beside the model's"),
+      html("thead", {}, head),
+      html("tbody", {}, ...rows),
+    );
+    this.#show(null);
+    return html(
+      "div",
+      { part: "live", class: "live" },
+      html(
+        "p",
+        { part: "endpoint", class: "endpoint" },
+        "Each Hit is sent to ",
+        this.#address.url,
+        " as X-Client-Id ",
+        this.#address.id,
+        ".",
+      ),
+      table,
+    );
+  }
+}
