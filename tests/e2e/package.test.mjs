@@ -57,7 +57,7 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "compare", "live"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
@@ -115,7 +115,7 @@ describe("its entries in Node", () => {
        }));`,
     );
     assert.deepEqual(result, {
-      observed: ["limit", "algorithm", "algorithms", "cost", "costs", "compare"],
+      observed: ["limit", "algorithm", "algorithms", "cost", "costs", "compare", "endpoint", "client-id"],
       define: "function",
     });
   });
@@ -169,7 +169,7 @@ describe("its entries in Node", () => {
     );
     assert.equal(result.tagName, "rate-limit-demo");
     assert.deepEqual(result.attributes.sort(), result.observed.sort());
-    assert.deepEqual(result.events, ["rate-limit-decision"]);
+    assert.deepEqual(result.events, ["rate-limit-decision", "rate-limit-mismatch"]);
     assert.equal(result.private, 0);
   });
 });

@@ -16,9 +16,56 @@ export interface RateLimitDecisionDetail extends Decision {
   /** Counts of those disagreements so far; null unless both are compared. */
   wronglyAllowed: number | null;
   wronglyLimited: number | null;
+  /** Live mode only: the server's answer to this press, which the decision above predicted. */
+  server?: ServerAnswer;
+  /** Live mode only: the fields where the server and the model differ; empty when they agree. */
+  mismatches?: readonly MismatchField[];
 }
 
 export type RateLimitDecisionEvent = CustomEvent<RateLimitDecisionDetail>;
+
+/** A field of an answer that live mode compares: the status (429 or not), then the headers. */
+export type MismatchField = "status" | "limit" | "remaining" | "used" | "retry-after";
+
+/** An answer to one press in live mode, the server's or the model's; null where a header was missing or not a whole number. */
+export interface LiveAnswer {
+  /** The HTTP status; the model's is 429 when it refuses, otherwise what it expects the server to answer. */
+  status: number;
+  /** X-Ratelimit-Limit, as the core writes a limit: "6/8s". */
+  limit: string | null;
+  /** X-Ratelimit-Remaining: whole tokens left after the decision. */
+  remaining: number | null;
+  /** X-Ratelimit-Used: tokens this request spent; 0 on a 429. */
+  used: number | null;
+  /** X-Ratelimit-Group, the server's route group; always null for the model. */
+  group: string | null;
+  /** Retry-After in whole seconds, on a 429. */
+  retryAfter: number | null;
+}
+
+/** The server's answer to one press in live mode. */
+export interface ServerAnswer extends LiveAnswer {
+  /** The URL requested. */
+  url: string;
+  /** The X-Client-Id sent: the server's bucket. */
+  clientId: string;
+  /** Milliseconds from sending the request to its answer. */
+  roundTripMs: number;
+}
+
+/** The detail of a `rate-limit-mismatch` event: a press the server answered otherwise than the model. */
+export interface RateLimitMismatchDetail {
+  /** The fields that differ, never empty. */
+  fields: readonly MismatchField[];
+  /** What the server answered. */
+  server: ServerAnswer;
+  /** What the model answered for the same press. */
+  model: LiveAnswer;
+  /** What the widget says about it, in words. */
+  message: string;
+}
+
+export type RateLimitMismatchEvent = CustomEvent<RateLimitMismatchDetail>;
 
 /** `<rate-limit-demo>`: a rate limit a reader can press, for API docs. */
 export class RateLimitDemo extends HTMLElement {
@@ -39,9 +86,13 @@ export class RateLimitDemo extends HTMLElement {
   costs: string | null;
   /** Compare mode; true adds the attribute, false removes it. */
   compare: boolean;
-  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error. */
+  /** Live mode's URL as written; null when live mode is off. */
+  endpoint: string | null;
+  /** The `client-id` attribute as written; null for a random id per widget. */
+  clientId: string | null;
+  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error, and in live mode, where the event follows the server's answer. */
   hit(status?: number): RateLimitDecisionDetail | null;
-  /** Empties the bucket and the timeline. */
+  /** Empties the bucket and the timeline; in live mode, the server's bucket too unless `client-id` is set. */
   reset(): void;
   addEventListener<K extends keyof RateLimitDemoEventMap>(
     type: K,
@@ -57,6 +108,7 @@ export class RateLimitDemo extends HTMLElement {
 
 export interface RateLimitDemoEventMap extends HTMLElementEventMap {
   "rate-limit-decision": RateLimitDecisionEvent;
+  "rate-limit-mismatch": RateLimitMismatchEvent;
 }
 
 /** Registers `<rate-limit-demo>` (or `tag`); does nothing when the tag is taken already. */
@@ -68,5 +120,6 @@ declare global {
   }
   interface GlobalEventHandlersEventMap {
     "rate-limit-decision": RateLimitDecisionEvent;
+    "rate-limit-mismatch": RateLimitMismatchEvent;
   }
 }
