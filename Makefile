@@ -133,8 +133,8 @@ wasm-browser: setup-test
 # The package, its tarball installed in a scratch project, the element and the docs page in
 # Debian's Chromium, Firefox ESR and WebKit; the docs site; the docs' client examples
 # (docs/src/clients/, the Rust one built by the test) against a local server that answers 429
-# with Retry-After.
-e2e: setup-test site docs
+# with Retry-After; the widget's live mode against `trickle serve` (hence cli).
+e2e: setup-test site docs cli
 	npm test --prefix tests/e2e
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the

@@ -1,0 +1,470 @@
+// Live mode in Debian's Chromium against the real `trickle serve` (target/release/trickle,
+// `make cli`), which this file starts on free ports and stops: the pages are files served by
+// the harness's static server (a copy of target/site with the test pages written beside the
+// docs page), the API another origin, so CORS is the browser's own. The pages are real files,
+// not routed by Playwright: Chromium places a routed page in no address space, and then
+// refuses it the loopback server unless the reader allows it (Local Network Access).
+// A widget whose limit and costs are the server's agrees with it on every press, to the 429
+// and its Retry-After; one that says 6/8s in front of a server limiting at 4/8s flags the
+// limit on the first press and the status when the server refuses what the model lets in;
+// a server that is down, refuses the page's origin, hides its headers, or is not allowed by
+// the page's Content-Security-Policy is explained as text, and the page keeps working.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, describe, it } from "node:test";
+import { REPO, SITE, open, pageWith, start, whenReady } from "./harness.mjs";
+
+const FIXTURES = join(REPO, "tests", "e2e", "fixtures");
+/** The CLI `make cli` builds; TRICKLE points the test at another build of it. */
+const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
+const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+
+/**
+ * Starts `trickle serve --config fixtures/<config>` on a free loopback port and resolves to
+ * `{ url, stop }` once its first line says where it listens.
+ */
+async function serveApi(config) {
+  if (!existsSync(TRICKLE)) throw new Error(`${TRICKLE} is missing: run \`make cli\` first`);
+  const child = spawn(
+    TRICKLE,
+    ["serve", "--config", join(FIXTURES, config), "--listen", "127.0.0.1:0"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let log = "";
+  child.stderr.on("data", (chunk) => (log += chunk));
+  const exited = new Promise((done) => child.once("exit", done));
+  const first = await Promise.race([
+    new Promise((done) => createInterface({ input: child.stdout }).once("line", done)),
+    exited.then((code) => {
+      throw new Error(`trickle serve exited (${code}) before listening:\n${log}`);
+    }),
+    new Promise((_, fail) => setTimeout(() => fail(new Error(`trickle serve did not start:\n${log}`)), 10_000)),
+  ]).catch((error) => {
+    child.kill();
+    throw error;
+  });
+  const url = first.match(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)?.[1];
+  if (!url) {
+    child.kill();
+    throw new Error(`trickle serve's first line is not "listening on http://…": ${first}`);
+  }
+  return {
+    url,
+    log: () => log,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** A loopback port nothing listens on: bound, then let go. */
+async function closedPort() {
+  const server = createServer();
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address();
+  await new Promise((done) => server.close(done));
+  return port;
+}
+
+let root;
+let session;
+let api;
+let refusing;
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "trickle-live-"));
+  await cp(SITE, root, { recursive: true });
+  [session, api, refusing] = await Promise.all([
+    start({ root }),
+    serveApi("live.toml"),
+    serveApi("live-cors.toml"),
+  ]);
+});
+after(async () => {
+  await Promise.all([session?.close(), api?.stop(), refusing?.stop()]);
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+/** Runs in the page before its scripts: records both events, in order, as they bubble. */
+function recordEvents() {
+  window.__decisions = [];
+  window.__mismatches = [];
+  document.addEventListener("rate-limit-decision", (event) => window.__decisions.push(event.detail));
+  document.addEventListener("rate-limit-mismatch", (event) => window.__mismatches.push(event.detail));
+}
+
+/**
+ * Console lines a live widget makes the browser write that are not problems of the page:
+ * Chromium logs every answer of 400 and above, and every request it refuses, by itself.
+ */
+const EXPECTED_LOGS = [
+  // A 404 and a 429 the tests ask for; the 400 answers the HEAD request the widget sends,
+  // without X-Client-Id, to find out whether a server that failed CORS is up at all.
+  /Failed to load resource: the server responded with a status of (400|404|429)/,
+  /Failed to load resource: net::ERR_CONNECTION_REFUSED/,
+  /has been blocked by CORS policy/,
+  /Failed to load resource: net::ERR_FAILED/,
+  /violates the following Content Security Policy directive: "connect-src 'self'"/,
+  /Refused to connect because it violates the document's Content Security Policy/,
+];
+const unexpected = (problems) =>
+  problems.filter((problem) => !EXPECTED_LOGS.some((pattern) => pattern.test(problem)));
+
+let pages = 0;
+
+/** Writes a page holding `body` (and `head`) beside the docs page, opens it, waits for its widgets. */
+async function openLive(body, { head = "" } = {}) {
+  const html = pageWith(
+    `${body}\n<button id="page-button" onclick="this.textContent = 'still works'">page</button>`,
+  ).replace("</head>", `${head}</head>`);
+  const path = `live-${++pages}.html`;
+  await writeFile(join(root, path), html);
+  const opened = await open(session, { path, initScript: recordEvents });
+  opened.ready = await whenReady(opened.page);
+  return opened;
+}
+
+const decisions = (page) => page.evaluate(() => window.__decisions);
+const mismatches = (page) => page.evaluate(() => window.__mismatches);
+
+/** The widget's live region: the answer to the last press. */
+const answerText = (page, selector) =>
+  page.locator(`${selector} [part~="answer"]`).textContent();
+
+/** Presses Hit (or the button for `status`) and waits for the server's answer to be shown. */
+async function press(page, selector, status) {
+  const before = (await decisions(page)).length;
+  const button = status
+    ? `${selector} [part~="hit"][data-status="${status}"]`
+    : `${selector} [part~="hit"]`;
+  await page.locator(button).click();
+  await page.waitForFunction((count) => window.__decisions.length > count, before);
+  const all = await decisions(page);
+  assert.equal(all.length, before + 1, "one answer, one event");
+  return all.at(-1);
+}
+
+/** Presses Hit where no answer can come, and waits for the widget to say why. */
+async function pressUnanswered(page, selector) {
+  await page.locator(`${selector} [part~="hit"]`).click();
+  await page.locator(`${selector} [part~="answer"]`).getByText("No answer").waitFor();
+  return answerText(page, selector);
+}
+
+/** The table of the last press, by field: what the server sent, the model, and whether they match. */
+function shownTable(page, selector) {
+  return page.evaluate((selector) => {
+    const root = document.querySelector(selector).shadowRoot;
+    const rows = {};
+    for (const row of root.querySelectorAll("[data-field]")) {
+      const cell = (part) => row.querySelector(`[part~="${part}"]`).textContent;
+      rows[row.dataset.field] = [cell("server"), cell("model"), cell("match")];
+    }
+    return rows;
+  }, selector);
+}
+
+/** Fails unless the page's own button still works and nothing unexpected was logged or thrown. */
+async function assertPageUnharmed(page, problems) {
+  await page.locator("#page-button").click();
+  assert.equal(await page.locator("#page-button").textContent(), "still works");
+  assert.deepEqual(unexpected(problems), [], "no console error but the browser's own network lines");
+}
+
+describe("against a server with the widget's limit", () => {
+  it("agrees on every press, to the 429 and its Retry-After, and shows the real headers", async () => {
+    const widget = "#flat";
+    const { page, problems, ready, close } = await openLive(
+      `<rate-limit-demo id="flat" limit="6/8s" endpoint="${api.url}/flat"></rate-limit-demo>`,
+    );
+    assert.deepEqual(ready, [true]);
+    const shownId = await page.locator(`${widget} [part~="endpoint"] code`).nth(1).textContent();
+    assert.match(shownId, /^demo-[0-9a-f-]{32,36}$/, "a random client id, shown");
+
+    for (let n = 1; n <= 6; n++) {
+      const detail = await press(page, widget);
+      assert.deepEqual(detail.mismatches, [], `press ${n} agrees`);
+      assert.deepEqual(
+        [detail.server.status, detail.server.limit, detail.server.remaining, detail.server.used, detail.server.group],
+        [200, "6/8s", 6 - n, 1, "flat"],
+        `press ${n}: the server's answer`,
+      );
+      assert.deepEqual([detail.allowed, detail.status, detail.remaining, detail.cost], [true, 200, 6 - n, 1]);
+      assert.equal(detail.server.clientId, shownId, "sent as X-Client-Id");
+      assert.equal(detail.server.url, `${api.url}/flat`);
+      assert.equal(detail.presses, n);
+      assert.deepEqual(await shownTable(page, widget), {
+        status: ["200 OK", "200 OK", "same"],
+        limit: ["6/8s", "6/8s", "same"],
+        remaining: [String(6 - n), String(6 - n), "same"],
+        used: ["1", "1", "same"],
+        group: ["flat", "–", "–"],
+        "retry-after": ["–", "–", "–"],
+      });
+      assert.match(await answerText(page, widget), /^Server 200 OK · model 200 OK The server agrees with the model\.$/);
+    }
+
+    const denied = await press(page, widget);
+    assert.deepEqual(denied.mismatches, [], "the 429 agrees");
+    assert.deepEqual(
+      [denied.server.status, denied.server.remaining, denied.server.used],
+      [429, 0, 0],
+    );
+    assert.deepEqual([denied.allowed, denied.status, denied.cost], [false, 429, 0]);
+    // Six in this window: one fits again once the window ends and a sixth of the next has passed.
+    const wait = denied.server.retryAfter;
+    assert.ok(Number.isInteger(wait) && wait >= 2 && wait <= 10, `Retry-After ${wait} is between 2 and 10 s`);
+    assert.ok(Math.abs(denied.retryAfter - wait) <= 1, `the model's Retry-After ${denied.retryAfter} is the server's`);
+    const table = await shownTable(page, widget);
+    assert.deepEqual(table.status, ["429 Too Many Requests", "429 Too Many Requests", "same"]);
+    assert.deepEqual(table["retry-after"], [String(wait), String(denied.retryAfter), "same"]);
+    assert.deepEqual(table.used, ["0", "0", "same"]);
+    assert.match(await answerText(page, widget), /^Server 429 Too Many Requests · model 429 Too Many Requests The server agrees/);
+    assert.deepEqual(await mismatches(page), [], "no mismatch event");
+    // The model is drawn as usual: six tokens in use, on the epoch clock.
+    assert.equal(await page.locator(`${widget} [part~="remaining"]`).textContent(), "0 of 6 left");
+    assert.ok(Math.abs(denied.t - Date.now()) < 60_000, "the model's time is the epoch's");
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("with ESI's costs, charges each status what the server does; Reset starts both buckets afresh", async () => {
+    const widget = "#esi";
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="esi" limit="6/8s" costs="esi" endpoint="${api.url}/fittings"></rate-limit-demo>`,
+    );
+    const ok = await press(page, widget, 200);
+    assert.deepEqual(ok.mismatches, []);
+    assert.deepEqual([ok.server.status, ok.server.remaining, ok.server.used, ok.server.group], [200, 4, 2, "fittings"]);
+    assert.equal(ok.server.url, `${api.url}/fittings?status=200`, "the button's status is asked for");
+    // A 404 costs 5: charged after answering, past the limit.
+    const missing = await press(page, widget, 404);
+    assert.deepEqual(missing.mismatches, []);
+    assert.deepEqual([missing.server.status, missing.server.remaining, missing.server.used], [404, 0, 5]);
+    assert.deepEqual([missing.status, missing.cost, missing.used], [404, 5, 7]);
+    const denied = await press(page, widget, 200);
+    assert.deepEqual(denied.mismatches, []);
+    assert.deepEqual([denied.server.status, denied.status], [429, 429]);
+
+    const before = await page.locator(`${widget} [part~="endpoint"] code`).nth(1).textContent();
+    await page.locator(`${widget} [part~="reset"]`).click();
+    const after = await page.locator(`${widget} [part~="endpoint"] code`).nth(1).textContent();
+    assert.notEqual(after, before, "a new client id: a new bucket on the server");
+    assert.deepEqual((await shownTable(page, widget)).status, ["–", "–", "–"]);
+    const fresh = await press(page, widget, 200);
+    assert.deepEqual([fresh.server.status, fresh.server.remaining, fresh.mismatches], [200, 4, []]);
+    assert.equal(fresh.server.clientId, after);
+    assert.equal(fresh.presses, 1);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("sends the client-id it is given", async () => {
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="named" client-id="docs-reader-1" endpoint="${api.url}/flat"></rate-limit-demo>`,
+    );
+    const detail = await press(page, "#named");
+    assert.equal(detail.server.clientId, "docs-reader-1");
+    assert.match(await page.locator(`#named [part~="endpoint"]`).textContent(), /as X-Client-Id docs-reader-1\.$/);
+    await page.locator(`#named [part~="reset"]`).click();
+    assert.match(await page.locator(`#named [part~="endpoint"]`).textContent(), /docs-reader-1\.$/, "kept on Reset");
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+});
+
+describe("against a server with another limit", () => {
+  it("flags the limit on the first press and the status when the server refuses what the model allows", async () => {
+    const widget = "#docs";
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="docs" limit="6/8s" costs="esi" endpoint="${api.url}/strict"></rate-limit-demo>`,
+    );
+    // The server limits at 4/8s: a 200 (2 tokens) leaves it 2, the model 4.
+    const first = await press(page, widget, 200);
+    assert.deepEqual(first.mismatches, ["limit", "remaining"]);
+    assert.deepEqual([first.server.limit, first.server.remaining], ["4/8s", 2]);
+    assert.deepEqual([first.limit, first.remaining], [6, 4]);
+    let table = await shownTable(page, widget);
+    assert.deepEqual(table.limit, ["4/8s", "6/8s", "differs"]);
+    assert.deepEqual(table.remaining, ["2", "4", "differs"]);
+    assert.deepEqual(table.status, ["200 OK", "200 OK", "same"]);
+    assert.match(
+      await answerText(page, widget),
+      /They differ: The server's limit is 4\/8s; the widget's is 6\/8s\. The server has 2 tokens left; the model 4\./,
+    );
+    let events = await mismatches(page);
+    assert.equal(events.length, 1, "one mismatch event");
+    assert.deepEqual(events[0].fields, ["limit", "remaining"]);
+    assert.deepEqual([events[0].server.limit, events[0].model.limit], ["4/8s", "6/8s"]);
+    assert.match(events[0].message, /^They differ: The server's limit is 4\/8s/);
+
+    await press(page, widget, 200);
+    // The server's 4 tokens are spent; the model's 6 are not.
+    const refused = await press(page, widget, 200);
+    assert.deepEqual(refused.mismatches, ["status", "limit"]);
+    assert.equal(refused.server.status, 429);
+    assert.ok(refused.server.retryAfter >= 1, "the server's Retry-After");
+    assert.deepEqual([refused.allowed, refused.status], [true, 200], "the model lets it in");
+    table = await shownTable(page, widget);
+    assert.deepEqual(table.status, ["429 Too Many Requests", "200 OK", "differs"]);
+    assert.match(await answerText(page, widget), /The server refused the request \(429\); the model lets it in\./);
+    events = await mismatches(page);
+    assert.equal(events.length, 3);
+    assert.deepEqual(
+      [events[2].fields, events[2].server.status, events[2].model.status],
+      [["status", "limit"], 429, 200],
+    );
+
+    // A widget showing mismatches is still accessible.
+    await page.addScriptTag({ path: AXE });
+    const violations = await page.evaluate(async () =>
+      (await window.axe.run(document.getElementById("docs"))).violations.map(
+        (rule) => `${rule.id}: ${rule.nodes.map((node) => node.target.join(" >>> ")).join(", ")}`,
+      ),
+    );
+    assert.deepEqual(violations, [], "axe finds no violation");
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+});
+
+describe("a request that gets no usable answer is explained as text", () => {
+  it("a server that is down", async () => {
+    const port = await closedPort();
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="down" endpoint="http://127.0.0.1:${port}/flat"></rate-limit-demo>`,
+    );
+    const text = await pressUnanswered(page, "#down");
+    assert.equal(
+      text,
+      `No answer http://127.0.0.1:${port} could not be reached: is the server running, and is the address right?`,
+    );
+    assert.deepEqual(await decisions(page), [], "no decision without an answer");
+    assert.equal(await page.locator("#down [part~=remaining]").textContent(), "6 of 6 left", "the model charged nothing");
+    assert.equal(await page.evaluate(() => document.querySelector("#down").hit()), null);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("a server that refuses the page's origin (CORS)", async () => {
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="cors" endpoint="${refusing.url}/flat"></rate-limit-demo>`,
+    );
+    const text = await pressUnanswered(page, "#cors");
+    const origin = new URL(session.url).origin;
+    assert.equal(
+      text,
+      `No answer ${refusing.url} answered, but not to this page's origin (${origin}): the server must allow it with Access-Control-Allow-Origin and answer the preflight for the X-Client-Id header (CORS).`,
+    );
+    assert.deepEqual(await decisions(page), []);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("a page whose Content-Security-Policy does not allow the server", async () => {
+    const head = `<meta http-equiv="Content-Security-Policy" content="connect-src 'self'">`;
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="csp" endpoint="${api.url}/flat"></rate-limit-demo>`,
+      { head },
+    );
+    const text = await pressUnanswered(page, "#csp");
+    assert.equal(
+      text,
+      `No answer This page's Content-Security-Policy does not allow requests to ${api.url}: add it to connect-src.`,
+    );
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("a URL that answers without the headers (the page's own server), relative to the page", async () => {
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="plain" endpoint="favicon.svg"></rate-limit-demo>`,
+    );
+    const detail = await press(page, "#plain");
+    assert.equal(detail.server.url, new URL("favicon.svg", session.url).href);
+    assert.deepEqual(
+      [detail.server.status, detail.server.limit, detail.server.remaining, detail.server.used],
+      [200, null, null, null],
+    );
+    assert.deepEqual(detail.mismatches, [], "only the status could be compared, and it agrees");
+    assert.equal(
+      await answerText(page, "#plain"),
+      "Server 200 OK · model 200 OK The server answered 200 OK without X-Ratelimit-Limit, X-Ratelimit-Remaining and X-Ratelimit-Used headers this page can read: it must send them, and, on another origin, list them with Retry-After in Access-Control-Expose-Headers. The status agrees with the model's; nothing else could be compared.",
+    );
+    const table = await shownTable(page, "#plain");
+    assert.deepEqual(table.limit, ["none", "6/8s", "–"], "not compared");
+    assert.deepEqual(table.status, ["200 OK", "200 OK", "same"]);
+    assert.doesNotMatch(JSON.stringify(table), /NaN|undefined|null/);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+});
+
+describe("bad endpoint and client-id values", () => {
+  const FORM = 'write the URL of a rate-limited route, as in endpoint="https://api.example.com/fittings"';
+  const ID = "use 1 to 64 visible ASCII characters (letters, digits, punctuation; no spaces), or leave client-id out for a random id per widget";
+  const ROWS = [
+    [{ endpoint: "" }, `endpoint="" is empty: ${FORM}, or leave endpoint out`],
+    [{ endpoint: "   " }, `endpoint="   " is empty: ${FORM}, or leave endpoint out`],
+    [{ endpoint: "http://" }, `endpoint="http://" is not a URL: ${FORM}`],
+    [{ endpoint: "https://example.com:99999/x" }, `endpoint="https://example.com:99999/x" is not a URL: ${FORM}`],
+    [
+      { endpoint: "ftp://example.com/x" },
+      `endpoint="ftp://example.com/x" is not allowed: live mode sends requests over http or https only; ${FORM}`,
+    ],
+    [
+      { endpoint: "javascript:alert(1)" },
+      `endpoint="javascript:alert(1)" is not allowed: live mode sends requests over http or https only; ${FORM}`,
+    ],
+    [
+      { endpoint: "http://user:secret@127.0.0.1/flat" },
+      `endpoint="http://user:secret@127.0.0.1/flat" holds a user name or password, which the widget never sends: leave them out`,
+    ],
+    [
+      { endpoint: "/flat", compare: "" },
+      `endpoint="/flat" cannot be used with compare: live mode compares one algorithm with the server; leave compare out, and write the server's algorithm in algorithm`,
+    ],
+    [{ endpoint: "/flat", "client-id": "" }, `client-id="" is not allowed: ${ID}`],
+    [{ endpoint: "/flat", "client-id": "two words" }, `client-id="two words" is not allowed: ${ID}`],
+    [{ endpoint: "/flat", "client-id": "x".repeat(65) }, `client-id="${"x".repeat(65)}" is not allowed: ${ID}`],
+    [{ endpoint: "/flat", "client-id": "café" }, `client-id="café" is not allowed: ${ID}`],
+  ];
+
+  it("each is explained in place of the widget, and a good value brings it back", async () => {
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="widget" limit="6/8s" endpoint="${api.url}/flat"></rate-limit-demo>`,
+    );
+    const good = { endpoint: `${api.url}/flat`, compare: null, "client-id": null };
+    const set = (attributes) =>
+      page.evaluate((attributes) => {
+        const widget = document.getElementById("widget");
+        for (const [name, value] of Object.entries(attributes)) {
+          if (value === null) widget.removeAttribute(name);
+          else widget.setAttribute(name, value);
+        }
+      }, attributes);
+    const error = page.locator('#widget [part~="error"]');
+    for (const [attributes, message] of ROWS) {
+      await set({ ...good, ...attributes });
+      await error.waitFor();
+      assert.equal(await error.textContent(), message);
+      assert.equal(await page.locator('#widget [part~="panel"]').isVisible(), false);
+      await set(good);
+      await page.locator('#widget [part~="panel"]').waitFor();
+      assert.equal(await error.isVisible(), false);
+    }
+    // A good value works again: a real answer from the server.
+    const detail = await press(page, "#widget");
+    assert.deepEqual([detail.server.status, detail.mismatches], [200, []]);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+});
