@@ -298,13 +298,13 @@ describe("against a server with another limit", () => {
     assert.deepEqual(table.status, ["200 OK", "200 OK", "same"]);
     assert.match(
       await answerText(page, widget),
-      /They differ: The server's limit is 4\/8s; the widget's is 6\/8s\. The server has 2 tokens left; the model 4\./,
+      /They differ\. The server's limit is 4\/8s; the widget's is 6\/8s\. The server has 2 tokens left; the model 4\./,
     );
     let events = await mismatches(page);
     assert.equal(events.length, 1, "one mismatch event");
     assert.deepEqual(events[0].fields, ["limit", "remaining"]);
     assert.deepEqual([events[0].server.limit, events[0].model.limit], ["4/8s", "6/8s"]);
-    assert.match(events[0].message, /^They differ: The server's limit is 4\/8s/);
+    assert.match(events[0].message, /^They differ\. The server's limit is 4\/8s/);
 
     await press(page, widget, 200);
     // The server's 4 tokens are spent; the model's 6 are not.
@@ -352,6 +352,36 @@ describe("a request that gets no usable answer is explained as text", () => {
     assert.equal(await page.evaluate(() => document.querySelector("#down").hit()), null);
     await assertPageUnharmed(page, problems);
     await close();
+  });
+
+  it("a server that never answers, after the 10 s timeout", async () => {
+    // Takes every connection and says nothing, not even to the preflight.
+    const sockets = new Set();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise((done) => silent.listen(0, "127.0.0.1", done));
+    const { port } = silent.address();
+    try {
+      const { page, problems, close } = await openLive(
+        `<rate-limit-demo id="silent" endpoint="http://127.0.0.1:${port}/flat"></rate-limit-demo>`,
+      );
+      await page.locator('#silent [part~="hit"]').click();
+      assert.equal(await answerText(page, "#silent"), "Waiting for the server…");
+      assert.equal(await page.locator('#silent [part~="answer"]').getAttribute("aria-busy"), "true");
+      const started = Date.now();
+      await page.locator('#silent [part~="answer"]').getByText("No answer").waitFor({ timeout: 20_000 });
+      assert.ok(Date.now() - started > 8_000, "not before the timeout");
+      assert.equal(
+        await answerText(page, "#silent"),
+        `No answer http://127.0.0.1:${port} did not answer within 10 s; nothing was charged in the model.`,
+      );
+      assert.equal(await page.locator('#silent [part~="answer"]').getAttribute("aria-busy"), null);
+      assert.deepEqual(await decisions(page), []);
+      await assertPageUnharmed(page, problems);
+      await close();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((done) => silent.close(done));
+    }
   });
 
   it("a server that refuses the page's origin (CORS)", async () => {

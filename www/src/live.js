@@ -270,7 +270,7 @@ export class LiveSession {
     } catch (error) {
       if (epoch !== this.#epoch) return null;
       const text = timedOut
-        ? `No answer from ${url.origin} within ${TIMEOUT_MS / 1000} s; nothing was charged in the model.`
+        ? `${url.origin} did not answer within ${TIMEOUT_MS / 1000} s; nothing was charged in the model.`
         : await this.#diagnose(url, error, before);
       this.#show(null);
       return { error: text };
@@ -499,7 +499,7 @@ export class LiveSession {
       }
     }
     const message = fields.length
-      ? `They differ: ${reasons.join(" ")}`
+      ? `They differ. ${reasons.join(" ")}`
       : "The server agrees with the model.";
     return { decision, server, model, fields: Object.freeze(fields), compared, message };
   }
