@@ -22,6 +22,10 @@ import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
 import { REPO, SITE, open, pageWith, start, whenReady } from "./harness.mjs";
 
+// The core from the package, in Node, for a stand-in server whose every moment the test sets.
+const { Limiter, load } = await import(new URL("../../target/site/limiter.js", import.meta.url).href);
+await load();
+
 const FIXTURES = join(REPO, "tests", "e2e", "fixtures");
 /** The CLI `make cli` builds; TRICKLE points the test at another build of it. */
 const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
@@ -121,13 +125,13 @@ const unexpected = (problems) =>
 let pages = 0;
 
 /** Writes a page holding `body` (and `head`) beside the docs page, opens it, waits for its widgets. */
-async function openLive(body, { head = "" } = {}) {
+async function openLive(body, { head = "", ...options } = {}) {
   const html = pageWith(
     `${body}\n<button id="page-button" onclick="this.textContent = 'still works'">page</button>`,
   ).replace("</head>", `${head}</head>`);
   const path = `live-${++pages}.html`;
   await writeFile(join(root, path), html);
-  const opened = await open(session, { path, initScript: recordEvents });
+  const opened = await open(session, { path, initScript: recordEvents, ...options });
   opened.ready = await whenReady(opened.page);
   return opened;
 }
@@ -333,6 +337,93 @@ describe("against a server with another limit", () => {
     assert.deepEqual(violations, [], "axe finds no violation");
     await assertPageUnharmed(page, problems);
     await close();
+  });
+});
+
+describe("against a server with other costs", () => {
+  it("flags Used, and the Remaining it leads to", async () => {
+    // The widget charges 1 for any answer; the server ESI's 2 for a 200.
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="cheap" limit="6/8s" endpoint="${api.url}/fittings"></rate-limit-demo>`,
+    );
+    const detail = await press(page, "#cheap");
+    assert.deepEqual(detail.mismatches, ["remaining", "used"]);
+    assert.deepEqual([detail.server.used, detail.cost], [2, 1]);
+    const table = await shownTable(page, "#cheap");
+    assert.deepEqual(table.used, ["2", "1", "differs"]);
+    assert.deepEqual(table.limit, ["6/8s", "6/8s", "same"]);
+    assert.match(
+      await answerText(page, "#cheap"),
+      /The server has 4 tokens left; the model 5\. The server charged 2 tokens for 200; the model 1: are the costs the same\?$/,
+    );
+    assert.deepEqual((await mismatches(page)).map((event) => event.fields), [["remaining", "used"]]);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+});
+
+describe("a press whose answer changes during its round trip", () => {
+  it("agrees when the server's answer is the model's at either end", async () => {
+    // A stand-in server at 6/8s, answered by Playwright on the page's own origin, on the
+    // page's fake clock: the test says when each request leaves, when the server decides it
+    // and when its answer comes back.
+    const server = new Limiter({ limit: "6/8s" });
+    const START = 80_000; // a window boundary
+    let page;
+    let decideAt = START;
+    let answerAt = null;
+    const answer = async (route) => {
+      if (answerAt !== null) await page.clock.setFixedTime(answerAt);
+      const check = server.peek(decideAt, 1);
+      const decision = check.allowed ? server.record(decideAt, 1) : check;
+      const headers = {
+        "x-ratelimit-limit": "6/8s",
+        "x-ratelimit-remaining": String(decision.remaining),
+        "x-ratelimit-used": String(check.allowed ? 1 : 0),
+      };
+      if (!check.allowed) headers["retry-after"] = String(check.retryAfter);
+      await route.fulfill({ status: check.allowed ? 200 : 429, headers, body: "" });
+    };
+    let problems;
+    let close;
+    ({ page, problems, close } = await openLive(
+      `<rate-limit-demo id="timed" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
+      { clock: true, routes: [["**/api/flat", answer]] },
+    ));
+    await page.clock.setFixedTime(START);
+    for (let n = 0; n < 6; n++) assert.deepEqual((await press(page, "#timed")).mismatches, []);
+
+    // Six spent in [80 s, 88 s): in the next window one fits again once
+    // 6 × (8000 − e) / 8000 + 1 ≤ 6, at e = 1334 ms. The request leaves at e = 1330, when the
+    // model still refuses it; the server decides at 1336 and lets it in; the answer is back
+    // at 1340, when the model lets it in too. Judged at the press alone, a mismatch.
+    const boundary = START + 8_000;
+    await page.clock.setFixedTime(boundary + 1_330);
+    decideAt = boundary + 1_336;
+    answerAt = boundary + 1_340;
+    const straddling = await press(page, "#timed");
+    assert.equal(straddling.server.status, 200);
+    assert.deepEqual(straddling.mismatches, [], "no mismatch: the model lets it in by the time the answer is back");
+    assert.deepEqual([straddling.allowed, straddling.t], [true, boundary + 1_340], "the model decided at the answer's end");
+    assert.deepEqual([straddling.server.remaining, straddling.remaining], [0, 0]);
+
+    // The same press answered 429 agrees too: the model refused it when it left.
+    await page.evaluate(() => document.getElementById("timed").reset());
+    server.reset();
+    decideAt = START;
+    answerAt = null;
+    await page.clock.setFixedTime(START);
+    for (let n = 0; n < 6; n++) await press(page, "#timed");
+    await page.clock.setFixedTime(boundary + 1_330);
+    decideAt = boundary + 1_332;
+    answerAt = boundary + 1_340;
+    const refused = await press(page, "#timed");
+    assert.equal(refused.server.status, 429);
+    assert.deepEqual(refused.mismatches, [], "no mismatch: the model refused it when it left");
+    assert.deepEqual([refused.allowed, refused.t], [false, boundary + 1_330]);
+    await assertPageUnharmed(page, problems);
+    await close();
+    server.free();
   });
 });
 

@@ -39,7 +39,9 @@ const OBSERVED = [
   "client-id",
 ];
 /** The property of each attribute: a page may set one before this module has loaded. */
-const PROPERTIES = OBSERVED.map((name) => name.replace(/-(\w)/g, (_, letter) => letter.toUpperCase()));
+const PROPERTIES = OBSERVED.map((name) =>
+  name.replace(/-(\w)/g, (_, letter) => letter.toUpperCase()),
+);
 
 // Importing this module must not throw where there is no DOM (a docs site's server-side
 // render imports it too), so nothing here touches the page until an element is made.

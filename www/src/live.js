@@ -189,7 +189,7 @@ export class LiveSession {
   send(status) {
     if (this.#pending > MAX_WAITING) {
       return Promise.resolve({
-        error: `Still waiting for the server's answer to ${count(this.#pending, "earlier press")}: this press was not sent.`,
+        error: `Still waiting for the server's answers to ${this.#pending} earlier presses: this press was not sent.`,
       });
     }
     this.#pending++;
@@ -244,10 +244,12 @@ export class LiveSession {
     return lines;
   }
 
-  /** One request and its comparison. Runs alone: see send. */
+  /**
+   * One request and its comparison. Runs alone: see send. The timeout covers the whole
+   * exchange, reading an error's body included, so that no server can hold up the presses
+   * waiting behind it.
+   */
   async #exchange(requested, epoch) {
-    const url = new URL(this.#endpoint);
-    if (requested !== undefined) url.searchParams.set("status", String(requested));
     const controller = new AbortController();
     this.#controller = controller;
     let timedOut = false;
@@ -255,6 +257,16 @@ export class LiveSession {
       timedOut = true;
       controller.abort();
     }, TIMEOUT_MS);
+    try {
+      return await this.#request(requested, epoch, controller.signal, () => timedOut);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #request(requested, epoch, signal, timedOut) {
+    const url = new URL(this.#endpoint);
+    if (requested !== undefined) url.searchParams.set("status", String(requested));
     const before = violations.length;
     const t0 = this.#clock();
     let response;
@@ -265,17 +277,15 @@ export class LiveSession {
         credentials: "omit",
         cache: "no-store",
         headers: { "X-Client-Id": this.#clientId },
-        signal: controller.signal,
+        signal,
       });
     } catch (error) {
       if (epoch !== this.#epoch) return null;
-      const text = timedOut
+      const text = timedOut()
         ? `${url.origin} did not answer within ${TIMEOUT_MS / 1000} s; nothing was charged in the model.`
-        : await this.#diagnose(url, error, before);
+        : await this.#diagnose(url, error, before, signal);
       this.#show(null);
       return { error: text };
-    } finally {
-      clearTimeout(timer);
     }
     const t1 = this.#clock();
     if (epoch !== this.#epoch) {
@@ -306,24 +316,26 @@ export class LiveSession {
    * violation event, and one HEAD request sent without CORS (its answer is opaque, but it
    * arrives only if the server is up), tell them apart.
    */
-  async #diagnose(url, error, before) {
+  async #diagnose(url, error, before, signal) {
     if (!(error instanceof TypeError)) {
       return `The request to ${url.origin}${url.pathname} failed: ${error?.message ?? error}.`;
     }
+    const blocked = () => violations.slice(before).some((uri) => uri.startsWith(url.origin));
+    const policy = `This page's Content-Security-Policy does not allow requests to ${url.origin}: add it to connect-src.`;
     await nextTask();
-    if (violations.slice(before).some((uri) => uri.startsWith(url.origin))) {
-      return `This page's Content-Security-Policy does not allow requests to ${url.origin}: add it to connect-src.`;
-    }
+    if (blocked()) return policy;
     const reached = await fetch(url, {
       method: "HEAD",
       mode: "no-cors",
       credentials: "omit",
       cache: "no-store",
-      signal: AbortSignal.timeout?.(TIMEOUT_MS),
+      signal,
     }).then(
       () => true,
       () => false,
     );
+    // In case the violation was reported later than the failure: the policy blocks the HEAD too.
+    if (!reached && blocked()) return policy;
     let also = "";
     if (globalThis.location?.protocol === "https:" && url.protocol === "http:") {
       also = " An https page cannot call an http endpoint on another host (mixed content).";
