@@ -6,9 +6,11 @@
 // refuses it the loopback server unless the reader allows it (Local Network Access).
 // A widget whose limit and costs are the server's agrees with it on every press, to the 429
 // and its Retry-After; one that says 6/8s in front of a server limiting at 4/8s flags the
-// limit on the first press and the status when the server refuses what the model lets in;
-// a server that is down, refuses the page's origin, hides its headers, or is not allowed by
-// the page's Content-Security-Policy is explained as text, and the page keeps working.
+// limit on the first press and the status when the server refuses what the model lets in,
+// and one with other costs flags Used; a press whose answer changes during its round trip
+// (a stand-in server on the page's fake clock) is not flagged; a server that is down, never
+// answers, refuses the page's origin, hides its headers, or is not allowed by the page's
+// Content-Security-Policy is explained as text, and the page keeps working.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
