@@ -152,6 +152,7 @@ fuzz:
 bench: setup-test site
 	$(CARGO) bench --locked --bench decisions --bench keyed
 	$(CARGO) bench --locked -p trickle-redis --bench load
+	$(CARGO) bench --locked -p trickle-tower --features redis --bench http_load
 	@mkdir -p target/bench
 	$(CARGO) run --locked --release --example heap_per_key > target/bench/bytes-per-key.csv
 	@cat target/bench/bytes-per-key.csv

@@ -14,12 +14,18 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{Either, Full};
 use tower_layer::Layer;
 use tower_service::Service;
-use trickle::{esi, CostTable, Decision, Limit, Op};
+use trickle::{CostTable, Decision, Limit, Op};
 
 use crate::backend::Backend;
 
 /// `X-Ratelimit-Group`: the route group whose bucket the request was charged to.
 pub const X_RATELIMIT_GROUP: HeaderName = HeaderName::from_static("x-ratelimit-group");
+/// `X-Ratelimit-Limit`: the limit as ESI writes it, `150/15m`.
+pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+/// `X-Ratelimit-Remaining`: whole tokens left after the decision.
+pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+/// `X-Ratelimit-Used`: the tokens this request spent.
+pub const X_RATELIMIT_USED: HeaderName = HeaderName::from_static("x-ratelimit-used");
 
 /// Who pays for a request: the bucket of `key` in `group`. ESI's key is the application
 /// and the user (`"7:90000001"`), within a route group (`"fitting"`).
@@ -113,7 +119,7 @@ type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 ///    may take the bucket past the limit: later requests then wait;
 /// 4. every response of a limited request carries `X-Ratelimit-Limit` (`150/15m`),
 ///    `X-Ratelimit-Remaining`, `X-Ratelimit-Used` (what this request spent) and
-///    `X-Ratelimit-Group`, the headers of [`trickle::esi::headers`].
+///    `X-Ratelimit-Group`: [`trickle::esi::headers`] and the group.
 ///
 /// The peek and the record are two decisions, as ESI's are: requests in flight together
 /// may all pass the peek and together take the bucket past the limit by their costs.
@@ -136,7 +142,9 @@ type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 /// # let _ = layer;
 /// ```
 pub struct RateLimitLayer<B, F> {
-    config: Config<B, F>,
+    /// Shared with every service the layer makes: axum, for one, applies a layer again for
+    /// each route, so applying it must cost no more than an `Arc` clone.
+    config: Arc<Config<B, F>>,
 }
 
 /// What the layer and each service it makes share: the backend and the subject function
@@ -166,7 +174,7 @@ impl<B, F> Clone for Config<B, F> {
 impl<B, F> Clone for RateLimitLayer<B, F> {
     fn clone(&self) -> Self {
         RateLimitLayer {
-            config: self.config.clone(),
+            config: Arc::clone(&self.config),
         }
     }
 }
@@ -190,40 +198,40 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
     /// (a missing API key).
     pub fn new(backend: B, subject: F) -> RateLimitLayer<B, F> {
         RateLimitLayer {
-            config: Config {
+            config: Arc::new(Config {
                 backend: Arc::new(backend),
                 subject: Arc::new(subject),
                 costs: CostTable::esi(),
                 peek_cost: 1,
                 on_failure: OnFailure::default(),
                 clock: Arc::new(system_ms),
-            },
+            }),
         }
     }
 
     /// Charges responses by `costs` instead of ESI's table. A status the table does not
     /// price costs nothing, with a warning in the log.
     pub fn costs(mut self, costs: CostTable) -> Self {
-        self.config.costs = costs;
+        Arc::make_mut(&mut self.config).costs = costs;
         self
     }
 
     /// How many tokens must be free for the handler to run (1 by default).
     pub fn peek_cost(mut self, tokens: u64) -> Self {
-        self.config.peek_cost = tokens;
+        Arc::make_mut(&mut self.config).peek_cost = tokens;
         self
     }
 
     /// What a request the backend cannot decide gets.
     pub fn on_failure(mut self, on_failure: OnFailure) -> Self {
-        self.config.on_failure = on_failure;
+        Arc::make_mut(&mut self.config).on_failure = on_failure;
         self
     }
 
     /// Decides on `clock` (ms since the Unix epoch) instead of the system's: for tests, and
     /// for servers that keep their own.
     pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
-        self.config.clock = Arc::new(clock);
+        Arc::make_mut(&mut self.config).clock = Arc::new(clock);
         self
     }
 
@@ -248,7 +256,7 @@ impl<S, B, F> Layer<S> for RateLimitLayer<B, F> {
     fn layer(&self, inner: S) -> RateLimit<S, B, F> {
         RateLimit {
             inner,
-            config: Arc::new(self.config.clone()),
+            config: Arc::clone(&self.config),
         }
     }
 }
@@ -365,18 +373,14 @@ where
         .decide(group, key, Op::Record, (config.clock)(), cost)
         .await
     {
-        Ok(charged) => set_headers(&mut response, &esi::headers(&charged), group),
+        Ok(charged) => set_headers(&mut response, Some(&charged), limit, group),
         Err(error) => {
             // The answer is already made: send it, with what is known without the store.
             tracing::warn!(
                 group = %group, key = %key, status, cost, %error,
                 "rate limiter could not charge the response; its cost is lost"
             );
-            set_headers(
-                &mut response,
-                &[("X-Ratelimit-Limit", limit.to_string())],
-                group,
-            );
+            set_headers(&mut response, None, limit, group);
         }
     }
     Ok(response)
@@ -396,7 +400,7 @@ fn too_many_requests<B>(check: &Decision, group: &str) -> Response<Body<B>> {
         ),
     };
     let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &message);
-    set_headers(&mut response, &esi::headers(check), group);
+    set_headers(&mut response, Some(check), check.limit, group);
     response
 }
 
@@ -406,23 +410,36 @@ fn unavailable<B>(limit: Limit, group: &str) -> Response<Body<B>> {
         StatusCode::SERVICE_UNAVAILABLE,
         "the rate limiter is unavailable; retry shortly",
     );
-    set_headers(
-        &mut response,
-        &[("X-Ratelimit-Limit", limit.to_string())],
-        group,
-    );
+    set_headers(&mut response, None, limit, group);
     response
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 
-fn set_headers<B>(response: &mut Response<B>, headers: &[(&'static str, String)], group: &str) {
+/// The headers of [`trickle::esi::headers`] for `decision` (only the limit without one, when
+/// the store could not decide), and the group. Written here from the decision's own
+/// figures rather than from that function's strings, to spare every response a few
+/// allocations; the tests hold the two equal.
+fn set_headers<B>(
+    response: &mut Response<B>,
+    decision: Option<&Decision>,
+    limit: Limit,
+    group: &str,
+) {
     let map = response.headers_mut();
-    for (name, value) in headers {
-        // The core's headers are ASCII names and digits: always valid.
-        if let Ok(value) = HeaderValue::try_from(value.as_str()) {
-            map.insert(*name, value);
+    // A limit's text is digits and a unit: always a valid header value.
+    if let Ok(value) = HeaderValue::try_from(limit.to_string()) {
+        map.insert(X_RATELIMIT_LIMIT, value);
+    }
+    if let Some(decision) = decision {
+        map.insert(
+            X_RATELIMIT_REMAINING,
+            HeaderValue::from(decision.remaining()),
+        );
+        map.insert(X_RATELIMIT_USED, HeaderValue::from(decision.spent()));
+        if let Some(seconds) = decision.retry_after_s() {
+            map.insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
     }
     match HeaderValue::try_from(group) {
