@@ -49,3 +49,8 @@ pub use layer::{
 };
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};
+
+// The docs site's chapter on the layer: its examples compile against this crate.
+#[doc = include_str!("../../../docs/src/server.md")]
+#[cfg(all(doctest, feature = "redis"))]
+pub struct ServerChapterDoctests;
