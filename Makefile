@@ -98,17 +98,17 @@ fmt:
 # The library's users get the core alone: no dependency of the CLI's or the binding's. The
 # docs' Rust client is not a default member, so it is named.
 lint:
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --all-targets --features trickle-tower/redis -- -D warnings
 	@if $(CARGO) tree --locked -p trickle -e normal --prefix none | grep -vx 'trickle v[^ ]* ([^)]*)' | grep .; then \
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
 	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
-# Unit, integration, CLI, Redis (a private redis-server each test starts) and doc tests,
-# natively.
+# Unit, integration, CLI, Redis (a private redis-server each test starts), the tower layer
+# through real HTTP (with its Redis backend, a feature) and doc tests, natively.
 unit: setup-test
-	$(CARGO) test --locked
+	$(CARGO) test --locked --features trickle-tower/redis
 
 # The loom model of the concurrent limiter's compare-and-swap (tests/loom_packed.rs): every
 # interleaving of a few threads on one packed key. Its own target folder, since the cfg
@@ -119,7 +119,7 @@ loom:
 
 # The API docs build without a broken link or a warning.
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis
 
 # The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
 # Chromium. The suite names no environment, so the runner picks Node unless
@@ -152,6 +152,7 @@ fuzz:
 bench: setup-test site
 	$(CARGO) bench --locked --bench decisions --bench keyed
 	$(CARGO) bench --locked -p trickle-redis --bench load
+	$(CARGO) bench --locked -p trickle-tower --features redis --bench http_load
 	@mkdir -p target/bench
 	$(CARGO) run --locked --release --example heap_per_key > target/bench/bytes-per-key.csv
 	@cat target/bench/bytes-per-key.csv

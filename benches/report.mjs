@@ -142,6 +142,27 @@ absolute(
   REDIS,
 );
 
+// The tower layer over real HTTP on 127.0.0.1: a trivial handler with and without it, the
+// same load from the same client in the same run.
+const HTTP = "cargo bench -p trickle-tower --features redis --bench http_load";
+const httpLoad = JSON.parse(read("bench/http-load.json", HTTP));
+for (const shape of httpLoad.shapes) {
+  const setup = `${shape.connections} keep-alive connection${shape.connections === 1 ? "" : "s"}, ${format(httpLoad.requests)} requests, median of ${httpLoad.rounds} rounds`;
+  compare(`tower layer in process vs no layer, p50 latency of a trivial handler, ${setup}`, shape.inProcess.p50Us, shape.bare.p50Us, "µs", 1.1, HTTP);
+  compare(`tower layer in process vs no layer, p99 latency, ${setup}`, shape.inProcess.p99Us, shape.bare.p99Us, "µs", undefined, HTTP);
+  compare(`tower layer on Redis vs no layer, p50 latency (two script round trips a request), ${setup}`, shape.redis.p50Us, shape.bare.p50Us, "µs", undefined, HTTP);
+  for (const variant of ["inProcess", "redis"]) {
+    compare(
+      `tower layer ${variant === "redis" ? "on Redis" : "in process"} vs no layer, throughput (higher is better), ${setup}`,
+      shape[variant].perSecond,
+      shape.bare.perSecond,
+      "requests/s",
+      undefined,
+      HTTP,
+    );
+  }
+}
+
 const WASM = "node benches/wasm-hit.mjs";
 const wasm = JSON.parse(read("bench/wasm-hit.json", WASM));
 compare("wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);

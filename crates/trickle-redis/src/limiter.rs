@@ -4,7 +4,7 @@
 
 use std::num::NonZeroU64;
 
-use redis::{ConnectionLike, Script, Value};
+use redis::{ConnectionLike, Script, ScriptInvocation, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
@@ -198,6 +198,42 @@ impl RedisLimiter {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, RedisError> {
+        let reply: Value = self.invocation(key, op, now_ms, cost)?.invoke(conn)?;
+        self.read_reply(&reply, cost)
+    }
+
+    /// [`decide`](RedisLimiter::decide) on an async connection (the `aio` feature): for
+    /// servers on tokio, such as trickle-tower's middleware over a
+    /// [`ConnectionManager`](redis::aio::ConnectionManager), which reconnects after Redis
+    /// comes back.
+    #[cfg(feature = "aio")]
+    pub async fn decide_async<C>(
+        &self,
+        conn: &mut C,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, RedisError>
+    where
+        C: redis::aio::ConnectionLike,
+    {
+        let reply: Value = self
+            .invocation(key, op, now_ms, cost)?
+            .invoke_async(conn)
+            .await?;
+        self.read_reply(&reply, cost)
+    }
+
+    /// The script call for one decision, its arguments checked: the same for the sync and
+    /// the async connection.
+    fn invocation(
+        &self,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<ScriptInvocation<'_>, RedisError> {
         if self.clock == Clock::Caller && now_ms > MAX_TIME_MS {
             return Err(RedisError::TimeTooLarge { now_ms });
         }
@@ -213,9 +249,8 @@ impl RedisLimiter {
             Op::Hit | Op::Peek => cost.min(tokens + 1),
             Op::Record => cost,
         };
-        let reply: Value = self
-            .script
-            .key(self.redis_keys(key))
+        let mut invocation = self.script.key(self.redis_keys(key));
+        invocation
             .arg(tokens)
             .arg(window_ms)
             .arg(now_ms)
@@ -229,9 +264,8 @@ impl RedisLimiter {
             .arg(match self.clock {
                 Clock::Caller => "caller",
                 Clock::Server => "server",
-            })
-            .invoke(conn)?;
-        self.read_reply(&reply, cost)
+            });
+        Ok(invocation)
     }
 
     /// The nine integers every script returns: outcome, used × W, the time decided at, the

@@ -134,6 +134,12 @@ impl RedisServer {
         assert!(status.success(), "kill {signal} redis-server");
     }
 
+    /// Kills the server, as a crash or an operator would; `restart` brings it back.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Kills the server and starts a new one on the same socket, with none of the old data
     /// (nothing is saved to disk): a restart, as clients see it.
     pub fn restart(&mut self) {

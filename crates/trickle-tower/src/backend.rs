@@ -1,0 +1,178 @@
+//! Where the layer's buckets live: [`InProcess`] for one process, or Redis (the `redis`
+//! feature) for many.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::{ready, Future};
+
+use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
+use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op};
+
+/// A store of buckets, one per (group, key), each group with its own limit: what the
+/// layer asks before the handler ([`Op::Peek`]) and charges after it ([`Op::Record`]).
+///
+/// The async twin of the core's [`trickle::Store`], shared by every request in flight.
+pub trait Backend: Send + Sync + 'static {
+    /// Why a decision could not be made (Redis unreachable, …); the layer then follows its
+    /// [`OnFailure`](crate::OnFailure) rule.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The limit of `group`, or `None` when the backend has no such group.
+    fn limit(&self, group: &str) -> Option<Limit>;
+
+    /// Decides `op` on the bucket of `key` in `group` at `now_ms`.
+    fn decide(
+        &self,
+        group: &str,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, Self::Error>> + Send;
+}
+
+/// A group name no group was added under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownGroup {
+    /// The name asked for.
+    pub group: String,
+}
+
+impl fmt::Display for UnknownGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no rate-limit group is named {:?}", self.group)
+    }
+}
+
+impl std::error::Error for UnknownGroup {}
+
+/// Buckets in this process's memory: each group a [`ConcurrentKeyedLimiter`], so requests
+/// on many threads decide without waiting on each other. Nothing here can fail once the
+/// group exists.
+///
+/// ```
+/// use trickle::Algorithm;
+/// use trickle_tower::InProcess;
+///
+/// let backend = InProcess::new()
+///     .with_group("fitting", Algorithm::Floating, "6/8s".parse().unwrap())
+///     .with_group("market", Algorithm::TokenBucket, "150/15m".parse().unwrap());
+/// # let _ = backend;
+/// ```
+#[derive(Debug, Default)]
+pub struct InProcess {
+    groups: HashMap<String, Keyed>,
+}
+
+/// One group's buckets, under the algorithm it was added with.
+#[derive(Debug)]
+enum Keyed {
+    Floating(ConcurrentKeyedLimiter<String, FloatingState>),
+    SlidingLog(ConcurrentKeyedLimiter<String, SlidingLogState>),
+    Fixed(ConcurrentKeyedLimiter<String, FixedState>),
+    TokenBucket(ConcurrentKeyedLimiter<String, TokenBucketState>),
+}
+
+/// `$body` with `$limiter` bound to whichever limiter `$keyed` holds.
+macro_rules! with_limiter {
+    ($keyed:expr, $limiter:ident => $body:expr) => {
+        match $keyed {
+            Keyed::Floating($limiter) => $body,
+            Keyed::SlidingLog($limiter) => $body,
+            Keyed::Fixed($limiter) => $body,
+            Keyed::TokenBucket($limiter) => $body,
+        }
+    };
+}
+
+impl InProcess {
+    /// A backend with no group yet.
+    pub fn new() -> InProcess {
+        InProcess::default()
+    }
+
+    /// Adds (or replaces) the group `name`, limited to `limit` under `algorithm`.
+    pub fn with_group(
+        mut self,
+        name: impl Into<String>,
+        algorithm: Algorithm,
+        limit: Limit,
+    ) -> InProcess {
+        let keyed = match algorithm {
+            Algorithm::Floating => Keyed::Floating(ConcurrentKeyedLimiter::new(limit)),
+            Algorithm::SlidingLog => Keyed::SlidingLog(ConcurrentKeyedLimiter::new(limit)),
+            Algorithm::Fixed => Keyed::Fixed(ConcurrentKeyedLimiter::new(limit)),
+            Algorithm::TokenBucket => Keyed::TokenBucket(ConcurrentKeyedLimiter::new(limit)),
+        };
+        self.groups.insert(name.into(), keyed);
+        self
+    }
+
+    /// Drops every bucket that holds nothing still counting at `now_ms`, in every group.
+    /// Shards also sweep themselves when first used in a new window; a server may call this
+    /// now and then for the ones no request has touched lately.
+    pub fn sweep(&self, now_ms: u64) {
+        for keyed in self.groups.values() {
+            with_limiter!(keyed, limiter => limiter.sweep(now_ms));
+        }
+    }
+
+    fn decide_now(
+        &self,
+        group: &str,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, UnknownGroup> {
+        let keyed = self.groups.get(group).ok_or_else(|| UnknownGroup {
+            group: group.to_string(),
+        })?;
+        let key = key.to_string();
+        Ok(with_limiter!(keyed, limiter => match op {
+            Op::Hit => limiter.hit(key, now_ms, cost),
+            Op::Peek => limiter.peek(&key, now_ms, cost),
+            Op::Record => limiter.record(key, now_ms, cost),
+        }))
+    }
+}
+
+impl Backend for InProcess {
+    type Error = UnknownGroup;
+
+    fn limit(&self, group: &str) -> Option<Limit> {
+        let keyed = self.groups.get(group)?;
+        Some(with_limiter!(keyed, limiter => limiter.limit()))
+    }
+
+    fn decide(
+        &self,
+        group: &str,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, UnknownGroup>> + Send {
+        ready(self.decide_now(group, key, op, now_ms, cost))
+    }
+}
+
+// A reference to a backend is one: tests and servers that keep the backend to inspect it.
+impl<B: Backend> Backend for std::sync::Arc<B> {
+    type Error = B::Error;
+
+    fn limit(&self, group: &str) -> Option<Limit> {
+        (**self).limit(group)
+    }
+
+    fn decide(
+        &self,
+        group: &str,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, B::Error>> + Send {
+        (**self).decide(group, key, op, now_ms, cost)
+    }
+}

@@ -1,0 +1,56 @@
+//! A [tower] middleware that enforces [trickle]'s rate limits the way EVE Online's ESI
+//! does: a bucket per (route group × application × user), checked before the handler,
+//! charged by the response's status after it, and reported in `X-Ratelimit-*` headers.
+//!
+//! - [`RateLimitLayer`] wraps any tower service over the [`http`] crate's types: axum's
+//!   routers, hyper's services, tonic's. A function you give picks each request's
+//!   [`Subject`] (group and key), or rejects the request ([`Rejection`]).
+//! - [`InProcess`] keeps the buckets in memory, each group a
+//!   [`ConcurrentKeyedLimiter`](trickle::ConcurrentKeyedLimiter);
+//!   `Redis` (the `redis` feature) keeps them in Redis, so that every process behind a
+//!   load balancer shares one bucket per key, with decisions identical to the core's.
+//! - [`OnFailure`] says what a request gets when Redis cannot be reached: through (open) or
+//!   503 (closed), with a log line either way.
+//!
+//! ```no_run
+//! use axum::{routing::get, Router};
+//! use http::Request;
+//! use trickle::Algorithm;
+//! use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let backend = InProcess::new().with_group("fitting", Algorithm::Floating, "6/8s".parse().unwrap());
+//! let app = Router::new()
+//!     .route("/fittings", get(|| async { "[]" }))
+//!     .layer(RateLimitLayer::new(backend, |request: &Request<axum::body::Body>| {
+//!         let client = request
+//!             .headers()
+//!             .get("x-client-id")
+//!             .and_then(|value| value.to_str().ok())
+//!             .ok_or_else(|| Rejection::bad_request("send your client id in X-Client-Id"))?;
+//!         Ok(Some(Subject::new("fitting", client)))
+//!     }));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! [tower]: https://docs.rs/tower
+
+mod backend;
+mod layer;
+#[cfg(feature = "redis")]
+mod redis;
+
+pub use backend::{Backend, InProcess, UnknownGroup};
+pub use layer::{
+    Body, OnFailure, RateLimit, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP,
+    X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
+};
+#[cfg(feature = "redis")]
+pub use redis::{Redis, RedisBackendError};
+
+// The docs site's chapter on the layer: its examples compile against this crate.
+#[doc = include_str!("../../../docs/src/server.md")]
+#[cfg(all(doctest, feature = "redis"))]
+pub struct ServerChapterDoctests;

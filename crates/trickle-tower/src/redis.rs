@@ -1,0 +1,120 @@
+//! Buckets in Redis, shared by every process that points at the same server: trickle-redis's
+//! scripts, one round trip per decision, on the redis crate's [`ConnectionManager`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+
+use redis::aio::ConnectionManager;
+use trickle::{Decision, Limit, Op};
+use trickle_redis::{RedisError, RedisLimiter};
+
+use crate::backend::{Backend, UnknownGroup};
+
+/// Each group a [`RedisLimiter`] (its algorithm, limit and key prefix), all on one
+/// connection. The [`ConnectionManager`] multiplexes the requests in flight over it and
+/// reconnects after Redis comes back; while Redis is away every decision is an error, which
+/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use trickle::Algorithm;
+/// use trickle_redis::{Clock, RedisLimiter};
+/// use trickle_tower::Redis;
+///
+/// let client = redis::Client::open("redis://127.0.0.1/")?;
+/// let conn = redis::aio::ConnectionManager::new(client).await?;
+/// let fitting = RedisLimiter::new(Algorithm::Floating, "6/8s".parse()?, "api:fitting")?
+///     .with_clock(Clock::Server);
+/// let backend = Redis::new(conn).with_group("fitting", fitting);
+/// # let _ = backend;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Redis {
+    groups: HashMap<String, RedisLimiter>,
+    conn: ConnectionManager,
+}
+
+impl fmt::Debug for Redis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redis")
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Redis {
+    /// A backend on `conn` with no group yet.
+    pub fn new(conn: ConnectionManager) -> Redis {
+        Redis {
+            groups: HashMap::new(),
+            conn,
+        }
+    }
+
+    /// Adds (or replaces) the group `name`, decided by `limiter`. Give each group a prefix
+    /// of its own, or groups share buckets.
+    pub fn with_group(mut self, name: impl Into<String>, limiter: RedisLimiter) -> Redis {
+        self.groups.insert(name.into(), limiter);
+        self
+    }
+}
+
+/// Why the Redis backend gave no decision.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RedisBackendError {
+    /// The group was never added.
+    UnknownGroup(UnknownGroup),
+    /// Redis failed, timed out, or answered something else.
+    Redis(RedisError),
+}
+
+impl fmt::Display for RedisBackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisBackendError::UnknownGroup(error) => error.fmt(f),
+            RedisBackendError::Redis(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RedisBackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RedisBackendError::UnknownGroup(error) => Some(error),
+            RedisBackendError::Redis(error) => Some(error),
+        }
+    }
+}
+
+impl Backend for Redis {
+    type Error = RedisBackendError;
+
+    fn limit(&self, group: &str) -> Option<Limit> {
+        self.groups.get(group).map(RedisLimiter::limit)
+    }
+
+    fn decide(
+        &self,
+        group: &str,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, RedisBackendError>> + Send {
+        let limiter = self.groups.get(group);
+        let mut conn = self.conn.clone();
+        let group = group.to_string();
+        let key = key.to_string();
+        async move {
+            let limiter = limiter.ok_or(RedisBackendError::UnknownGroup(UnknownGroup { group }))?;
+            limiter
+                .decide_async(&mut conn, &key, op, now_ms, cost)
+                .await
+                .map_err(RedisBackendError::Redis)
+        }
+    }
+}
