@@ -136,9 +136,9 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
         }
     };
 
-    // The handlers go in before the address is announced: whoever read it may stop the
-    // server at once.
-    let stop = stop_signal().map_err(ServeError::Setup)?;
+    // The signal handlers go in before the address is announced: whoever read it may stop
+    // the server at once.
+    let mut signals = Signals::new().map_err(ServeError::Setup)?;
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|error| ServeError::Listen {
@@ -169,7 +169,7 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
     let mut server = std::pin::pin!(server.into_future());
     tokio::select! {
         ended = &mut server => return ended.map_err(ServeError::Serve),
-        signal = stop => {
+        signal = signals.next() => {
             tracing::info!(
                 signal,
                 "stopping: no new connections; requests in flight have {} s to finish",
@@ -178,11 +178,18 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             let _ = draining.send(());
         }
     }
-    match tokio::time::timeout(DRAIN, server).await {
-        Ok(ended) => ended.map_err(ServeError::Serve)?,
-        Err(_) => tracing::warn!(
-            "requests still in flight after {} s; stopping without them",
-            DRAIN.as_secs()
+    // A second signal means now, as a second Ctrl-C does.
+    tokio::select! {
+        drained = tokio::time::timeout(DRAIN, server) => match drained {
+            Ok(ended) => ended.map_err(ServeError::Serve)?,
+            Err(_) => tracing::warn!(
+                "requests still in flight after {} s; stopping without them",
+                DRAIN.as_secs()
+            ),
+        },
+        signal = signals.next() => tracing::warn!(
+            signal,
+            "a second signal; stopping without the requests in flight"
         ),
     }
     tracing::info!("stopped");
@@ -201,27 +208,44 @@ fn announce(address: SocketAddr) {
     tracing::info!("listening on http://{address}");
 }
 
-/// Resolves with the signal's name at the first SIGTERM or SIGINT (Ctrl-C).
-fn stop_signal() -> io::Result<impl std::future::Future<Output = &'static str>> {
+/// SIGTERM and SIGINT (Ctrl-C), caught from when this is made, so that neither ends the
+/// process before the requests in flight do.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        Ok(async move {
-            tokio::select! {
-                _ = terminate.recv() => "SIGTERM",
-                _ = interrupt.recv() => "SIGINT",
-            }
-        })
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
     }
-    #[cfg(not(unix))]
-    {
-        Ok(async {
-            // Without a handler Ctrl-C ends the process at once, which is what is left.
+
+    /// The name of the next signal, when it comes.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.terminate.recv() => "SIGTERM",
+                _ = self.interrupt.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            // Should the handler fail, Ctrl-C ends the process as it would without one.
             let _ = tokio::signal::ctrl_c().await;
             "Ctrl-C"
-        })
+        }
     }
 }
 
