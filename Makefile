@@ -51,6 +51,13 @@ site: package
 cli: setup
 	$(CARGO) build --release --locked -p trickle-cli
 
+# The demo API, `trickle serve`, on 127.0.0.1:$(SERVE_PORT) with examples/serve.toml until
+# Ctrl-C; REDIS=redis://127.0.0.1:6379/ keeps its buckets in that Redis instead.
+SERVE_PORT ?= 8080
+.PHONY: serve
+serve: cli
+	./target/release/trickle serve --config examples/serve.toml --listen 127.0.0.1:$(SERVE_PORT) $(if $(REDIS),--redis $(REDIS))
+
 # Builds, then serves the docs page on 127.0.0.1 until Ctrl-C.
 demo: site
 	@node scripts/serve.mjs $(SITE) $(PORT)

@@ -1,10 +1,12 @@
-//! The `trickle` command: replays a request log against a limit to answer "would my
-//! application have hit this limit?".
+//! The `trickle` command: `trickle replay` replays a request log against a limit to answer
+//! "would my application have hit this limit?"; `trickle serve` runs a demo API behind
+//! trickle-tower's rate limits, for a docs page to call.
 //!
-//! The limiter itself is the library; this binary only reads arguments and CSV, feeds each
-//! request to [`trickle::Limiter::hit`] and writes one CSV row per decision. Failures end
-//! with a message on stderr and an exit code: 2 for a wrong command line, 1 for input that
-//! cannot be read or is malformed.
+//! The limiter itself is the library; replay only reads arguments and CSV, feeds each
+//! request to [`trickle::Limiter::hit`] and writes one CSV row per decision, and serve only
+//! reads a config file and puts trickle-tower's layer in front of a handler. Failures end
+//! with a message on stderr and an exit code: 2 for a wrong command line, 1 for input (a
+//! log, a config file) that cannot be read or is malformed, or a server that cannot start.
 
 mod cli {
     pub mod args;
@@ -13,6 +15,9 @@ mod cli {
     pub mod log;
     pub mod redis;
     pub mod replay;
+    pub mod serve;
+    pub mod serve_app;
+    pub mod serve_config;
 }
 
 use std::fs::File;
@@ -32,6 +37,13 @@ fn main() -> ExitCode {
             env!("CARGO_PKG_VERSION")
         )),
         Ok(Command::Replay(args)) => run_replay(&args),
+        Ok(Command::Serve(args)) => match cli::serve::serve(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                report(&format!("trickle: {error}"));
+                ExitCode::from(error.exit_code())
+            }
+        },
         Err(error) => usage_failure(&error),
     }
 }

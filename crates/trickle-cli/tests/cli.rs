@@ -782,6 +782,8 @@ fn help_explains_it_all() {
         &["-h"],
         &["replay", "--help"],
         &["replay", "--limit", "6/8x", "-h"],
+        &["serve", "--help"],
+        &["serve", "--listen", "nowhere", "-h"],
     ] {
         let run = trickle(args, "");
         assert_eq!(run.code, 0, "{args:?}");
@@ -803,6 +805,15 @@ fn help_explains_it_all() {
             "wrongly-allowed",
             "wrongly-limited",
             "on the reference's history",
+            "trickle serve --config FILE",
+            "--listen ADDRESS",
+            "listening on http://",
+            "--on-failure open|closed",
+            "X-Client-Id",
+            "?status=NNN",
+            "cors_origins",
+            "[[group]]",
+            "SIGTERM",
         ] {
             assert!(run.stdout.contains(text), "{args:?}: no {text:?}");
         }

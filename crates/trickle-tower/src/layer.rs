@@ -348,10 +348,17 @@ where
         Ok(check) if !check.is_allowed() => return Ok(too_many_requests(&check, group)),
         Ok(_) => {}
         Err(error) => match config.on_failure {
-            OnFailure::Open => tracing::warn!(
-                group = %group, key = %key, %error,
-                "rate limiter could not decide; failing open: the request goes through uncharged"
-            ),
+            OnFailure::Open => {
+                tracing::warn!(
+                    group = %group, key = %key, %error,
+                    "rate limiter could not decide; failing open: the request goes through uncharged"
+                );
+                // Uncharged: a store that could not peek would most likely fail the charge
+                // too, after as long a wait, with a second warning.
+                let mut response = inner.call(request).await?.map(Either::Left);
+                set_headers(&mut response, None, limit, group);
+                return Ok(response);
+            }
             OnFailure::Closed => {
                 tracing::warn!(
                     group = %group, key = %key, %error,

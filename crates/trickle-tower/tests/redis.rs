@@ -171,6 +171,11 @@ fn failing_open_lets_requests_through_uncharged_while_redis_is_gone() {
             .any(|line| line.contains("WARN") && line.contains("failing open")),
         "{lines:#?}"
     );
+    // One warning a request: a request let through uncharged is not charged afterwards.
+    assert!(
+        !lines.iter().any(|line| line.contains("could not charge")),
+        "{lines:#?}"
+    );
 
     // Redis back (empty, as after a restart): the connection comes back by itself, and
     // requests are counted again.

@@ -1,16 +1,21 @@
 //! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
-//! [--compare NAME | --redis URL] [FILE]`, read with lexopt.
+//! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
+//! [--redis URL] [--on-failure open|closed]`, read with lexopt.
 //!
-//! The values of `--limit`, `--algorithm` and `--compare` are checked only once the whole
-//! line is read, so `trickle replay --limit 6/8x --help` shows the help rather than the
-//! mistake.
+//! The values of the flags are checked only once the whole line is read, so
+//! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
 
 use std::ffi::OsString;
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use lexopt::prelude::*;
 use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
+use trickle_tower::OnFailure;
+
+/// Where `trickle serve` listens unless `--listen` says otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -18,6 +23,7 @@ pub enum Command {
     Help,
     Version,
     Replay(ReplayArgs),
+    Serve(ServeArgs),
 }
 
 /// The arguments of `trickle replay`.
@@ -30,6 +36,18 @@ pub struct ReplayArgs {
     /// Decide through the Redis scripts on this server (`--redis URL`) instead of in process.
     pub redis: Option<String>,
     pub input: Input,
+}
+
+/// The arguments of `trickle serve`.
+#[derive(Debug)]
+pub struct ServeArgs {
+    /// The TOML file naming the route groups, their limits and the CORS origins.
+    pub config: PathBuf,
+    pub listen: SocketAddr,
+    /// Keep the buckets on this Redis server (`--redis URL`) instead of in process.
+    pub redis: Option<String>,
+    /// What a request gets while Redis cannot decide it.
+    pub on_failure: OnFailure,
 }
 
 /// Where the request log comes from.
@@ -56,6 +74,14 @@ pub enum UsageError {
     Repeated(&'static str),
     /// `--redis` with `--compare`: the comparison runs in process only.
     RedisWithCompare,
+    /// `serve` without `--config`.
+    MissingConfig,
+    /// `--listen` is not an IP address and a port.
+    Listen(String),
+    /// `--on-failure` is neither `open` nor `closed`.
+    OnFailure(String),
+    /// A positional argument after `serve`, which reads its routes from `--config`.
+    ServeArgument(OsString),
 }
 
 impl fmt::Display for UsageError {
@@ -64,10 +90,14 @@ impl fmt::Display for UsageError {
             UsageError::Arguments(error) => write!(f, "{error}"),
             UsageError::NoCommand => write!(
                 f,
-                "no command given; expected replay, as in trickle replay --limit 6/8s requests.csv"
+                "no command given; expected replay, as in trickle replay --limit 6/8s \
+                 requests.csv, or serve, as in trickle serve --config examples/serve.toml"
             ),
             UsageError::UnknownCommand(name) => {
-                write!(f, "unknown command {name:?}; the only command is replay")
+                write!(
+                    f,
+                    "unknown command {name:?}; the commands are replay and serve"
+                )
             }
             UsageError::SecondInput(path) => write!(
                 f,
@@ -86,6 +116,26 @@ impl fmt::Display for UsageError {
                 "--compare runs both limiters in process and cannot be combined with --redis; \
                  give one of them"
             ),
+            UsageError::MissingConfig => write!(
+                f,
+                "serve needs --config FILE, a TOML file of route groups, as in \
+                 --config examples/serve.toml"
+            ),
+            UsageError::Listen(text) => write!(
+                f,
+                "invalid --listen {text:?}: expected an IP address and a port, as in \
+                 127.0.0.1:8080 or [::1]:8080 (port 0 picks a free one); host names are not \
+                 looked up"
+            ),
+            UsageError::OnFailure(text) => write!(
+                f,
+                "invalid --on-failure {text:?}: expected open (let requests through \
+                 uncharged while Redis is away, the default) or closed (answer them 503)"
+            ),
+            UsageError::ServeArgument(argument) => write!(
+                f,
+                "unexpected argument {argument:?}: serve reads its routes from --config FILE"
+            ),
         }
     }
 }
@@ -103,6 +153,7 @@ pub fn parse(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         Some(Short('h') | Long("help")) => Ok(Command::Help),
         Some(Short('V') | Long("version")) => Ok(Command::Version),
         Some(Value(command)) if command == "replay" => parse_replay(parser),
+        Some(Value(command)) if command == "serve" => parse_serve(parser),
         Some(Value(command)) => Err(UsageError::UnknownCommand(command)),
         Some(flag) => Err(flag.unexpected().into()),
     }
@@ -154,6 +205,49 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         compare,
         redis,
         input,
+    }))
+}
+
+/// Reads what follows `serve`.
+fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
+    let mut config: Option<OsString> = None;
+    let mut listen: Option<String> = None;
+    let mut redis: Option<String> = None;
+    let mut on_failure: Option<String> = None;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Command::Help),
+            Long("config") => {
+                let path = parser.value()?;
+                if config.replace(path).is_some() {
+                    return Err(UsageError::Repeated("--config"));
+                }
+            }
+            Long("listen") => set_once(&mut listen, "--listen", parser.value()?.string()?)?,
+            Long("redis") => set_once(&mut redis, "--redis", parser.value()?.string()?)?,
+            Long("on-failure") => {
+                set_once(&mut on_failure, "--on-failure", parser.value()?.string()?)?
+            }
+            Value(argument) => return Err(UsageError::ServeArgument(argument)),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+
+    let config = PathBuf::from(config.ok_or(UsageError::MissingConfig)?);
+    let listen = listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+    let listen = listen
+        .parse()
+        .map_err(|_| UsageError::Listen(listen.to_string()))?;
+    let on_failure = match on_failure.as_deref() {
+        None | Some("open") => OnFailure::Open,
+        Some("closed") => OnFailure::Closed,
+        Some(other) => return Err(UsageError::OnFailure(other.to_string())),
+    };
+    Ok(Command::Serve(ServeArgs {
+        config,
+        listen,
+        redis,
+        on_failure,
     }))
 }
 

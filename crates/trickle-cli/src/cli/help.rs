@@ -1,4 +1,5 @@
-//! The text of `trickle --help`: the whole manual, since there is one command.
+//! The text of `trickle --help`: the whole manual, both commands in one page, since they
+//! share the limits, the algorithms and the cost tables.
 
 use trickle::Algorithm;
 
@@ -7,11 +8,13 @@ const HELP: &str = "\
 trickle: would my application have hit this rate limit?
 
 Replays a log of requests against a limit, as if a rate limiter had stood in front of
-them, and writes what it would have decided for each request.
+them, and writes what it would have decided for each request. Or serves a demo API behind
+such limits, for a docs page to call (see Serving, below).
 
 Usage:
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [--compare NAME] [FILE]
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] --redis URL [FILE]
+  trickle serve --config FILE [--listen ADDRESS] [--redis URL] [--on-failure open|closed]
   trickle --help | --version
 
 Options:
@@ -109,13 +112,70 @@ Example:
   The 404 costs 5 and 4 + 5 > 6; it would fit at 14000 ms, when 4 x 2/8 of the first
   window's tokens still count: 1 + 5 <= 6. At 13000 ms, 4 x 3/8 + 2 = 3.5 are in use.
 
+Serving (trickle serve):
+  A demo API: each route of the config file answers GET (and HEAD) with a small JSON
+  body, {\"group\":\"fitting\",\"route\":\"/fittings\",\"status\":200}, behind the rate limit of
+  its group, with ESI's flow: a 429 with Retry-After when not 1 token is free, otherwise
+  the answer, charged by its status under the group's cost table, and X-Ratelimit-Limit,
+  -Remaining, -Used and -Group on every answer of a limited request.
+
+  --config FILE          The TOML file of route groups and CORS origins (below).
+                         Required.
+  --listen ADDRESS       The IP address and port to listen on; 127.0.0.1:8080 unless
+                         given; port 0 picks a free one. The first line on stdout is
+                         `listening on http://ADDRESS` with the port bound; logs go to
+                         stderr. SIGTERM or SIGINT (Ctrl-C) stops the server after the
+                         requests in flight, within 10 s.
+  --redis URL            Keep the buckets on the Redis server at URL instead of in
+                         process, so that several servers on one Redis share them:
+                         keys {trickle-serve:GROUP:CLIENT}:ALGORITHM, decided on Redis's
+                         clock. Redis must be up when serve starts, or serve exits with
+                         code 1.
+  --on-failure open|closed
+                         What a request gets while Redis cannot decide it (down, or no
+                         answer within 1 s): open, the default, lets it through
+                         uncharged; closed answers 503 with Retry-After: 1. Either way
+                         a warning is logged. Only matters with --redis.
+
+  Requests:
+    X-Client-Id: ID     Required: the client's bucket within the route's group, 1 to 64
+                        visible ASCII characters. Missing or invalid: 400 with
+                        {\"error\": \"...\"}, uncharged.
+    ?status=NNN         The status the demo answers with, 200 to 599 (200 without it),
+                        to try what each costs: ?status=404 costs 5 under ESI's table.
+                        Anything else: 400, uncharged.
+  A path no group lists is a 404, uncharged. Request headers past 8192 bytes in all get a
+  431. Preflights (OPTIONS) are answered by CORS and never charged.
+
+  The config file (examples/serve.toml is one):
+    cors_origins = [\"*\"]      # optional, [\"*\"] by default: the origins whose pages may
+                              # call the API and read its rate-limit headers, as
+                              # browsers send them: [\"https://docs.example.com\"]
+    [[group]]                 # one or more
+    name = \"fitting\"          # sent back in X-Ratelimit-Group
+    limit = \"6/8s\"            # TOKENS/WINDOW, as --limit
+    algorithm = \"floating\"    # optional, as --algorithm; floating by default
+    costs = \"esi\"             # optional: STATUS:COST entries for statuses 100 to 599
+                              # or classes 1xx to 5xx, as \"2xx:2 3xx:1 4xx:5 429:0
+                              # 5xx:0\", or esi (that table), the default
+    routes = [\"/fittings\"]    # each in one group only
+  Any other key is an error. CORS allows GET and HEAD, the request header X-Client-Id,
+  and exposes X-Ratelimit-Limit, -Remaining, -Used, -Group and Retry-After to the page.
+
+  $ trickle serve --config examples/serve.toml --listen 127.0.0.1:8080
+  listening on http://127.0.0.1:8080
+  $ curl -i -H 'X-Client-Id: me' http://127.0.0.1:8080/fittings
+
 Exit codes:
   0  the log was replayed (denied requests are an answer, not a failure), or stdout
-     was closed early (as by `| head`)
+     was closed early (as by `| head`); the server stopped on SIGTERM or SIGINT
   1  the input could not be read or is malformed: the message names the line and what
-     was expected
+     was expected; the config file could not be read or is malformed (the message names
+     the file, the line and what is allowed); the server could not start (the address is
+     taken, Redis is unreachable)
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
-     unknown --algorithm or --compare
+     unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis
+     or --on-failure
 ";
 
 /// How wide the help's lines may be.

@@ -1,10 +1,17 @@
-//! Running the real `trickle` binary, shared by the CLI's test files.
+//! Running the real `trickle` binary, shared by the CLI's test files: a run to its end
+//! ([`trickle`], [`trickle_within`]), or a `trickle serve` kept running and talked to over
+//! HTTP ([`Server`], [`Http`]).
 
 #![allow(dead_code)]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::{Duration, Instant};
 
 /// What one run of the binary left behind.
 pub struct Run {
@@ -40,4 +47,305 @@ pub fn trickle(args: &[&str], stdin: &str) -> Run {
         stdout: String::from_utf8(output.stdout).unwrap(),
         stderr: String::from_utf8(output.stderr).unwrap(),
     }
+}
+
+/// Runs `trickle` with `args` and no input, killed and failed after `limit`: for commands
+/// that must exit at once, such as `serve` with a bad config file, and would otherwise
+/// serve forever and hang the suite.
+pub fn trickle_within(args: &[&str], limit: Duration) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the trickle binary starts");
+    let stdout = drain(child.stdout.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "trickle {args:?} still runs after {limit:?}; stderr: {}",
+                stderr.lock().unwrap()
+            );
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    // The pipes close with the process; give the readers a moment to take the rest.
+    let settled = Instant::now() + Duration::from_secs(5);
+    while Arc::strong_count(&stdout) > 1 || Arc::strong_count(&stderr) > 1 {
+        if Instant::now() >= settled {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let text = |buffer: &Arc<Mutex<String>>| buffer.lock().unwrap().clone();
+    Run {
+        code: status.code().expect("exited, not killed by a signal"),
+        stdout: text(&stdout),
+        stderr: text(&stderr),
+    }
+}
+
+/// Everything `pipe` gives, collected by a thread into the returned buffer; the thread
+/// drops its handle on the buffer when the pipe closes.
+fn drain(pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let buffer = Arc::new(Mutex::new(String::new()));
+    let collected = Arc::clone(&buffer);
+    thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut line = String::new();
+        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            collected.lock().unwrap().push_str(&line);
+            line.clear();
+        }
+    });
+    buffer
+}
+
+/// A config file in a folder of its own under the system's temporary folder, removed when
+/// dropped.
+pub struct ConfigFile {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl ConfigFile {
+    pub fn new(text: &str) -> ConfigFile {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "trickle-serve-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a temporary folder");
+        let path = dir.join("serve.toml");
+        std::fs::write(&path, text).expect("write the config file");
+        ConfigFile { dir, path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn arg(&self) -> &str {
+        self.path.to_str().expect("a UTF-8 temporary path")
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A running `trickle serve` on a free port of 127.0.0.1, killed when dropped (a test that
+/// fails leaves no server behind), its stderr collected as it comes.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, from the first line on stdout.
+    pub url: String,
+    stderr: Arc<Mutex<String>>,
+    // Held so that the server never writes into a closed pipe.
+    _stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    /// Starts `trickle serve --config CONFIG --listen 127.0.0.1:0 EXTRA…` and waits for
+    /// the line announcing its address; fails the test with the server's stderr if it
+    /// exits or says nothing within 30 s.
+    pub fn start(config: &ConfigFile, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trickle"))
+            .args(["serve", "--config", config.arg(), "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the trickle binary starts");
+        let stderr = drain(child.stderr.take().unwrap());
+        let stdout = child.stdout.take().unwrap();
+        // Read the first line on a thread, so that a server that hangs cannot hang the test.
+        let (sender, receiver) = mpsc::channel();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            let read = reader.read_line(&mut line);
+            let _ = sender.send((read.map(|_| line), reader));
+        });
+        let (line, reader) = match receiver.recv_timeout(Duration::from_secs(30)) {
+            Ok((Ok(line), reader)) => (line, reader),
+            failed => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "trickle serve did not announce its address ({:?}); stderr: {}",
+                    failed.map(|(line, _)| line),
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        let Some(url) = line
+            .strip_suffix('\n')
+            .and_then(|line| line.strip_prefix("listening on "))
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the first line is {line:?}, not `listening on URL`; stderr: {}",
+                stderr.lock().unwrap()
+            );
+        };
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        Server {
+            url: url.to_string(),
+            child,
+            stderr,
+            _stdout: reader,
+        }
+    }
+
+    /// What the server has written to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// True while the process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends `signal` (`TERM`, `INT`) and waits up to `limit` for the process to exit.
+    pub fn signal_and_wait(&mut self, signal: &str, limit: Duration) -> Option<ExitStatus> {
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{signal}");
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP answer, whatever its status.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: ureq::http::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    /// The value of header `name`, if sent once; fails the test if sent more than once.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let mut values = self.headers.get_all(name).iter();
+        let value = values.next()?;
+        assert!(values.next().is_none(), "{name} sent twice: {self:?}");
+        Some(value.to_str().expect("an ASCII header"))
+    }
+
+    /// The JSON body.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {:?}", self.body))
+    }
+}
+
+/// An HTTP client that hands back 4XX and 5XX answers instead of errors, and gives up after
+/// 20 s rather than hang the suite.
+pub struct Http {
+    agent: ureq::Agent,
+}
+
+impl Default for Http {
+    fn default() -> Http {
+        Http::new()
+    }
+}
+
+impl Http {
+    pub fn new() -> Http {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(20)))
+            .build()
+            .into();
+        Http { agent }
+    }
+
+    /// `method url` with `headers`; a transport failure fails the test.
+    pub fn send(&self, method: &str, url: &str, headers: &[(&str, &str)]) -> Reply {
+        self.try_send(method, url, headers)
+            .unwrap_or_else(|error| panic!("{method} {url}: {error}"))
+    }
+
+    pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Reply {
+        self.send("GET", url, headers)
+    }
+
+    /// `method url` with `headers`, or why no answer came.
+    pub fn try_send(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, ureq::Error> {
+        let mut request = ureq::http::Request::builder().method(method).uri(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(()).expect("a valid request");
+        let mut response = self.agent.run(request)?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.body_mut().read_to_string()?;
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+/// The header naming the client, whose bucket a request spends.
+pub fn client(id: &str) -> [(&'static str, &str); 1] {
+    [("X-Client-Id", id)]
+}
+
+/// (status, X-Ratelimit-Remaining, X-Ratelimit-Used): the numbers a rate-limited answer
+/// is checked by.
+pub type Counts = (u16, Option<u64>, Option<u64>);
+
+pub fn counts(reply: &Reply) -> Counts {
+    let number = |name| {
+        reply
+            .header(name)
+            .map(|value| value.parse().unwrap_or_else(|_| panic!("{name}: {value}")))
+    };
+    (
+        reply.status,
+        number("x-ratelimit-remaining"),
+        number("x-ratelimit-used"),
+    )
 }

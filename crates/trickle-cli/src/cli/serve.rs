@@ -1,0 +1,329 @@
+//! `trickle serve`: the demo API on a socket until SIGTERM or SIGINT, its buckets in this
+//! process or on Redis.
+//!
+//! The first line on stdout is `listening on http://ADDRESS`, with the port actually bound
+//! (so `--listen 127.0.0.1:0` can be used by a test or a script that reads it); everything
+//! else, the layer's warnings among it, is logged to stderr.
+
+use std::fmt;
+use std::future::IntoFuture;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::net::TcpListener;
+use trickle_redis::{Clock, RedisLimiter};
+use trickle_tower::{InProcess, OnFailure, Redis};
+
+use crate::cli::args::ServeArgs;
+use crate::cli::serve_app::app;
+use crate::cli::serve_config::{self, Config, ConfigError, Problem};
+
+/// Every Redis key serve writes starts with this, then `:GROUP`: two servers on one Redis
+/// with the same config share their buckets, which is the point of `--redis`.
+const REDIS_PREFIX: &str = "trickle-serve";
+
+/// How long to wait for Redis to accept a connection, and then for each answer. Short, so
+/// that a Redis that went away costs a request about this much before `--on-failure`
+/// decides it, rather than holding it for the redis crate's default of many retries.
+const REDIS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// After SIGTERM or SIGINT, how long requests in flight may take to finish.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// How often the in-process buckets that no longer count are dropped, in every shard,
+/// also those no request touches any more.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// Why the server did not start, or stopped other than by a signal.
+#[derive(Debug)]
+pub enum ServeError {
+    Config(ConfigError),
+    /// The URL is not one the redis crate reads. A usage error.
+    RedisUrl {
+        url: String,
+        error: redis::RedisError,
+    },
+    RedisConnect {
+        url: String,
+        error: redis::RedisError,
+    },
+    /// The async runtime or the signal handlers could not be set up.
+    Setup(io::Error),
+    Listen {
+        address: SocketAddr,
+        error: io::Error,
+    },
+    /// The server stopped accepting connections.
+    Serve(io::Error),
+}
+
+impl ServeError {
+    /// 2 for a command line that cannot work, 1 for everything else (as replay).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ServeError::RedisUrl { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::Config(error) => error.fmt(f),
+            ServeError::RedisUrl { url, error } => write!(
+                f,
+                "invalid --redis {url:?}: {error}; expected redis://HOST:PORT/ (or \
+                 redis+unix:///path/to/socket)"
+            ),
+            ServeError::RedisConnect { url, error } => write!(
+                f,
+                "cannot reach Redis at {url}: {error}; serve needs Redis up when it starts \
+                 (once it runs, --on-failure decides what requests get while Redis is away)"
+            ),
+            ServeError::Setup(error) => write!(f, "cannot start the server: {error}"),
+            ServeError::Listen { address, error } => {
+                write!(f, "cannot listen on {address}: {error}")
+            }
+            ServeError::Serve(error) => write!(f, "the server stopped: {error}"),
+        }
+    }
+}
+
+/// Reads the config, then serves until SIGTERM or SIGINT, after which requests in flight
+/// get [`DRAIN`] to finish.
+pub fn serve(args: &ServeArgs) -> Result<(), ServeError> {
+    let config = serve_config::load(&args.config).map_err(ServeError::Config)?;
+    // A second subscriber (none here) would be the only reason for an error; nothing to do.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeError::Setup)?;
+    let result = runtime.block_on(run(args, &config));
+    // Whatever is left (the sweeper, Redis's reconnection) is not worth waiting for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
+    let (router, backend) = match &args.redis {
+        None => {
+            let backend = Arc::new(in_process(config));
+            tokio::spawn(sweep(Arc::clone(&backend)));
+            let router = app(config, backend, args.on_failure);
+            (router, "buckets in this process".to_string())
+        }
+        Some(url) => {
+            let backend = Arc::new(on_redis(url, config, &args.config).await?);
+            let router = app(config, backend, args.on_failure);
+            let on_failure = match args.on_failure {
+                OnFailure::Open => "open",
+                OnFailure::Closed => "closed",
+            };
+            let described = format!(
+                "buckets on Redis at {url}, keys {{{REDIS_PREFIX}:GROUP:CLIENT}}:ALGORITHM, \
+                 decided on its clock; failing {on_failure} while it is away"
+            );
+            (router, described)
+        }
+    };
+
+    // The signal handlers go in before the address is announced: whoever read it may stop
+    // the server at once.
+    let mut signals = Signals::new().map_err(ServeError::Setup)?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|error| ServeError::Listen {
+            address: args.listen,
+            error,
+        })?;
+    let address = listener.local_addr().map_err(|error| ServeError::Listen {
+        address: args.listen,
+        error,
+    })?;
+    tracing::info!("{backend}");
+    for group in &config.groups {
+        tracing::info!(
+            group = %group.name,
+            limit = %group.limit,
+            algorithm = %group.algorithm,
+            costs = %group.costs,
+            routes = %group.routes.join(" "),
+            "route group"
+        );
+    }
+    announce(address);
+
+    let (draining, drain) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, router).with_graceful_shutdown(async {
+        let _ = drain.await;
+    });
+    let mut server = std::pin::pin!(server.into_future());
+    tokio::select! {
+        ended = &mut server => return ended.map_err(ServeError::Serve),
+        signal = signals.next() => {
+            tracing::info!(
+                signal,
+                "stopping: no new connections; requests in flight have {} s to finish",
+                DRAIN.as_secs()
+            );
+            let _ = draining.send(());
+        }
+    }
+    // A second signal means now, as a second Ctrl-C does.
+    tokio::select! {
+        drained = tokio::time::timeout(DRAIN, server) => match drained {
+            Ok(ended) => ended.map_err(ServeError::Serve)?,
+            Err(_) => tracing::warn!(
+                "requests still in flight after {} s; stopping without them",
+                DRAIN.as_secs()
+            ),
+        },
+        signal = signals.next() => tracing::warn!(
+            signal,
+            "a second signal; stopping without the requests in flight"
+        ),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// `listening on http://ADDRESS`, flushed at once: a script waits for this line.
+fn announce(address: SocketAddr) {
+    let mut stdout = io::stdout().lock();
+    if let Err(error) =
+        writeln!(stdout, "listening on http://{address}").and_then(|()| stdout.flush())
+    {
+        // Nobody reads stdout; the server is no less up.
+        tracing::warn!(%error, "cannot write the address to stdout");
+    }
+    tracing::info!("listening on http://{address}");
+}
+
+/// SIGTERM and SIGINT (Ctrl-C), caught from when this is made, so that neither ends the
+/// process before the requests in flight do.
+struct Signals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The name of the next signal, when it comes.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.terminate.recv() => "SIGTERM",
+                _ = self.interrupt.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            // Should the handler fail, Ctrl-C ends the process as it would without one.
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
+}
+
+fn in_process(config: &Config) -> InProcess {
+    config
+        .groups
+        .iter()
+        .fold(InProcess::new(), |backend, group| {
+            backend.with_group(group.name.clone(), group.algorithm, group.limit)
+        })
+}
+
+/// Drops the buckets that no longer count, now and then, so that a server many clients
+/// have visited does not keep them all.
+async fn sweep(backend: Arc<InProcess>) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        ticks.tick().await;
+        backend.sweep(now_ms());
+    }
+}
+
+/// The layer's clock: ms since the Unix epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// Each group a [`RedisLimiter`] under `trickle-serve:GROUP`, deciding on Redis's clock so
+/// that every server sharing it agrees on the time, over one connection checked with a
+/// PING before the server starts.
+async fn on_redis(url: &str, config: &Config, path: &Path) -> Result<Redis, ServeError> {
+    let mut limiters = Vec::with_capacity(config.groups.len());
+    for group in &config.groups {
+        let prefix = format!("{REDIS_PREFIX}:{}", group.name);
+        let limiter =
+            RedisLimiter::new(group.algorithm, group.limit, &prefix).map_err(|error| {
+                ServeError::Config(ConfigError::new(
+                    path,
+                    Some(group.line),
+                    Problem::RedisLimit {
+                        group: group.name.clone(),
+                        error,
+                    },
+                ))
+            })?;
+        limiters.push((group.name.clone(), limiter.with_clock(Clock::Server)));
+    }
+
+    let client = redis::Client::open(url).map_err(|error| ServeError::RedisUrl {
+        url: url.to_string(),
+        error,
+    })?;
+    let unreachable = |error| ServeError::RedisConnect {
+        url: url.to_string(),
+        error,
+    };
+    // One retry, soon: while Redis is away each request waits for a reconnection attempt,
+    // and the redis crate's default (six, backing off to seconds) would hold it that long.
+    let settings = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(REDIS_TIMEOUT))
+        .set_response_timeout(Some(REDIS_TIMEOUT))
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(100))
+        .set_max_delay(Duration::from_millis(500));
+    let mut conn = ConnectionManager::new_with_config(client, settings)
+        .await
+        .map_err(unreachable)?;
+    redis::cmd("PING")
+        .query_async::<String>(&mut conn)
+        .await
+        .map_err(unreachable)?;
+    Ok(limiters
+        .into_iter()
+        .fold(Redis::new(conn), |backend, (name, limiter)| {
+            backend.with_group(name, limiter)
+        }))
+}

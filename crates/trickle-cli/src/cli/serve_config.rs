@@ -1,0 +1,542 @@
+//! `trickle serve`'s config file: the route groups (each a limit, an algorithm, a cost table
+//! and its routes) and the origins CORS lets read the answers, in TOML.
+//!
+//! ```toml
+//! cors_origins = ["*"]
+//!
+//! [[group]]
+//! name = "fitting"
+//! limit = "6/8s"
+//! algorithm = "floating"
+//! costs = "esi"
+//! routes = ["/fittings"]
+//! ```
+//!
+//! Everything is checked here, before a socket is opened, so that a mistake is a message
+//! naming the file, the line and what is allowed, never a server that half starts (axum
+//! panics on a route it cannot parse or on one registered twice; both are refused here).
+
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+use trickle::costs::CostTableError;
+use trickle::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
+
+/// The longest group name: it is sent back in a header and becomes a Redis key prefix.
+const MAX_GROUP_NAME: usize = 64;
+
+/// The longest route, far beyond any demo's.
+const MAX_ROUTE: usize = 256;
+
+/// A config file, checked.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub cors_origins: CorsOrigins,
+    /// In the file's order, at least one, names and routes unique.
+    pub groups: Vec<Group>,
+}
+
+/// The origins whose pages may read the answers (and their rate-limit headers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// `["*"]`, the default: any page may.
+    Any,
+    /// Exactly these, as browsers send them in `Origin` (`https://docs.example.com`); an
+    /// empty list lets no other origin read anything.
+    List(Vec<String>),
+}
+
+/// One route group: its routes share one bucket per client.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub name: String,
+    pub limit: Limit,
+    pub algorithm: Algorithm,
+    pub costs: CostTable,
+    /// Paths such as `/fittings`, unique across the whole file.
+    pub routes: Vec<String>,
+    /// Where `[[group]]` starts, for errors found later (a limit Redis cannot hold).
+    pub line: usize,
+}
+
+/// The file as written, before any value is checked. The spans give every error its line.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    cors_origins: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    group: Vec<Spanned<RawGroup>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    name: Spanned<String>,
+    limit: Spanned<String>,
+    algorithm: Option<Spanned<String>>,
+    costs: Option<Spanned<String>>,
+    routes: Spanned<Vec<Spanned<String>>>,
+}
+
+/// A config file that cannot be served: the file, the line when one is to blame, and what
+/// was wrong.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    // Boxed: the largest problems are several times the size of the rest of the error.
+    pub problem: Box<Problem>,
+}
+
+/// What was wrong with a config file.
+#[derive(Debug)]
+pub enum Problem {
+    Read(io::Error),
+    /// Not TOML, or TOML of another shape: toml's own message (an unknown field lists the
+    /// known ones, a missing one names itself).
+    Toml(String),
+    NoGroups,
+    GroupName(String),
+    DuplicateGroup {
+        name: String,
+        first_line: usize,
+    },
+    Limit {
+        group: String,
+        error: LimitError,
+    },
+    Algorithm {
+        group: String,
+        error: AlgorithmError,
+    },
+    Costs {
+        group: String,
+        error: CostTableError,
+    },
+    NoRoutes(String),
+    Route {
+        route: String,
+        why: &'static str,
+    },
+    DuplicateRoute {
+        route: String,
+        group: String,
+        first_group: String,
+        first_line: usize,
+    },
+    CorsOrigin(String),
+    /// `"*"` beside named origins, which it would make pointless.
+    CorsAnyAndList,
+    /// A limit the Redis scripts cannot hold exactly (`--redis` only).
+    RedisLimit {
+        group: String,
+        error: trickle_redis::RedisLimitError,
+    },
+}
+
+/// What a route may be, for the messages that refuse one.
+const ROUTE_FORM: &str = "a route is '/' or '/' followed by segments separated by single '/', \
+each of letters, digits, '-', '.', '_' or '~', as in \"/fittings\" or \"/markets/prices\"";
+
+/// What a group must hold, for the message when the file has none.
+const GROUP_FORM: &str =
+    "[[group]]\nname = \"fitting\"\nlimit = \"6/8s\"\nroutes = [\"/fittings\"]";
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Problem::Read(error) = &*self.problem {
+            write!(f, "cannot read the config file {:?}: ", self.path)?;
+            return match error.kind() {
+                io::ErrorKind::InvalidData => f.write_str("it is not UTF-8 text, as TOML is"),
+                _ => error.fmt(f),
+            };
+        }
+        write!(f, "config file {:?}", self.path)?;
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        f.write_str(": ")?;
+        match &*self.problem {
+            Problem::Read(_) => Ok(()),
+            Problem::Toml(message) => write!(
+                f,
+                "{}; the file's form is under Serving in 'trickle --help'",
+                message.trim_end()
+            ),
+            Problem::NoGroups => write!(
+                f,
+                "no route group; add at least one [[group]] with a name, a limit and its \
+                 routes, as in\n{GROUP_FORM}"
+            ),
+            Problem::GroupName(name) => write!(
+                f,
+                "group name {name:?} must be 1 to {MAX_GROUP_NAME} letters, digits, '-', '_' \
+                 or '.', as in \"fitting\""
+            ),
+            Problem::DuplicateGroup { name, first_line } => write!(
+                f,
+                "a second group named {name:?} (the first is on line {first_line}); give \
+                 each group a name of its own"
+            ),
+            Problem::Limit { group, error } => write!(f, "group {group:?}: invalid limit: {error}"),
+            Problem::Algorithm { group, error } => write!(f, "group {group:?}: {error}"),
+            Problem::Costs { group, error } => {
+                write!(f, "group {group:?}: invalid costs: {error}")
+            }
+            Problem::NoRoutes(group) => write!(
+                f,
+                "group {group:?} has no routes; list at least one, as in routes = [\"/fittings\"]"
+            ),
+            Problem::Route { route, why } => {
+                write!(f, "route {route:?} {why}; {ROUTE_FORM}")
+            }
+            Problem::DuplicateRoute {
+                route,
+                group,
+                first_group,
+                first_line,
+            } if group == first_group => write!(
+                f,
+                "group {group:?} lists route {route:?} twice (first on line {first_line}); \
+                 list each route once"
+            ),
+            Problem::DuplicateRoute {
+                route,
+                group,
+                first_group,
+                first_line,
+            } => write!(
+                f,
+                "route {route:?} is in group {group:?} and in group {first_group:?} (line \
+                 {first_line}); a route belongs to one group, whose bucket it spends"
+            ),
+            Problem::CorsOrigin(origin) => write!(
+                f,
+                "cors_origins: {origin:?} is not an origin; write each as a browser sends it, \
+                 http:// or https://, a host and an optional port, with no path or trailing \
+                 '/', as in \"https://docs.example.com\" or \"http://localhost:3000\", or \
+                 give [\"*\"] for any origin"
+            ),
+            Problem::CorsAnyAndList => write!(
+                f,
+                "cors_origins lists \"*\" beside other origins; \"*\" allows every origin, \
+                 so give it alone, or list only the origins to allow"
+            ),
+            Problem::RedisLimit { group, error } => {
+                write!(f, "group {group:?}: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// A problem at `line` of the file at `path` (no line when `None`).
+    pub fn new(path: &Path, line: Option<usize>, problem: Problem) -> ConfigError {
+        ConfigError {
+            path: path.to_path_buf(),
+            line,
+            problem: Box::new(problem),
+        }
+    }
+}
+
+/// Reads and checks the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| ConfigError::new(path, None, Problem::Read(error)))?;
+    parse(path, &text)
+}
+
+/// Checks `text`, the contents of the file at `path` (named in the errors).
+pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let lines = Lines { text };
+    let fail =
+        |span: Range<usize>, problem| Err(ConfigError::new(path, Some(lines.of(span)), problem));
+    let raw: RawConfig = toml::from_str(text).map_err(|error| {
+        ConfigError::new(
+            path,
+            error.span().map(|span| lines.of(span)),
+            Problem::Toml(error.message().to_string()),
+        )
+    })?;
+
+    let cors_origins = match raw.cors_origins {
+        None => CorsOrigins::Any,
+        Some(origins) => {
+            let any = origins.iter().any(|origin| origin.get_ref() == "*");
+            if any && origins.len() > 1 {
+                let span = origins.iter().find(|origin| origin.get_ref() != "*");
+                let line = span.map(|origin| lines.of(origin.span()));
+                return Err(ConfigError::new(path, line, Problem::CorsAnyAndList));
+            }
+            if any {
+                CorsOrigins::Any
+            } else {
+                let mut list = Vec::with_capacity(origins.len());
+                for origin in origins {
+                    if !is_origin(origin.get_ref()) {
+                        let span = origin.span();
+                        return fail(span, Problem::CorsOrigin(origin.into_inner()));
+                    }
+                    list.push(origin.into_inner());
+                }
+                CorsOrigins::List(list)
+            }
+        }
+    };
+
+    if raw.group.is_empty() {
+        return Err(ConfigError::new(path, None, Problem::NoGroups));
+    }
+    let mut groups: Vec<Group> = Vec::with_capacity(raw.group.len());
+    // Every route seen so far: the group it is in and the line it is on.
+    let mut routes_seen: Vec<(String, String, usize)> = Vec::new();
+    for raw_group in raw.group {
+        let line = lines.of(raw_group.span());
+        let RawGroup {
+            name,
+            limit,
+            algorithm,
+            costs,
+            routes,
+        } = raw_group.into_inner();
+
+        if !is_group_name(name.get_ref()) {
+            let span = name.span();
+            return fail(span, Problem::GroupName(name.into_inner()));
+        }
+        let group = name.get_ref().clone();
+        if let Some(first) = groups.iter().find(|seen| seen.name == group) {
+            let first_line = first.line;
+            return fail(
+                name.span(),
+                Problem::DuplicateGroup {
+                    name: group,
+                    first_line,
+                },
+            );
+        }
+
+        let limit = match limit.get_ref().parse::<Limit>() {
+            Ok(parsed) => parsed,
+            Err(error) => return fail(limit.span(), Problem::Limit { group, error }),
+        };
+        let algorithm = match algorithm {
+            None => Algorithm::default(),
+            Some(name) => match name.get_ref().parse::<Algorithm>() {
+                Ok(parsed) => parsed,
+                Err(error) => return fail(name.span(), Problem::Algorithm { group, error }),
+            },
+        };
+        let costs = match costs {
+            None => CostTable::esi(),
+            Some(table) => match table.get_ref().parse::<CostTable>() {
+                Ok(parsed) => parsed,
+                Err(error) => return fail(table.span(), Problem::Costs { group, error }),
+            },
+        };
+
+        if routes.get_ref().is_empty() {
+            return fail(routes.span(), Problem::NoRoutes(group));
+        }
+        let mut group_routes = Vec::with_capacity(routes.get_ref().len());
+        for route in routes.into_inner() {
+            let route_line = lines.of(route.span());
+            let route = route.into_inner();
+            if let Err(why) = check_route(&route) {
+                return Err(ConfigError::new(
+                    path,
+                    Some(route_line),
+                    Problem::Route { route, why },
+                ));
+            }
+            if let Some((_, first_group, first_line)) =
+                routes_seen.iter().find(|(seen, _, _)| *seen == route)
+            {
+                return Err(ConfigError::new(
+                    path,
+                    Some(route_line),
+                    Problem::DuplicateRoute {
+                        route,
+                        group,
+                        first_group: first_group.clone(),
+                        first_line: *first_line,
+                    },
+                ));
+            }
+            routes_seen.push((route.clone(), group.clone(), route_line));
+            group_routes.push(route);
+        }
+
+        groups.push(Group {
+            name: group,
+            limit,
+            algorithm,
+            costs,
+            routes: group_routes,
+            line,
+        });
+    }
+    Ok(Config {
+        cors_origins,
+        groups,
+    })
+}
+
+/// Byte offsets into the file as 1-based line numbers, as an editor shows them.
+struct Lines<'a> {
+    text: &'a str,
+}
+
+impl Lines<'_> {
+    fn of(&self, span: Range<usize>) -> usize {
+        let before = self.text.get(..span.start).unwrap_or(self.text);
+        before.matches('\n').count() + 1
+    }
+}
+
+/// Sent back in `X-Ratelimit-Group` and part of Redis keys, so plain: no spaces, no braces
+/// (which would break the keys' Cluster hash tag), nothing a header cannot carry.
+fn is_group_name(name: &str) -> bool {
+    (1..=MAX_GROUP_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
+}
+
+/// Why `route` cannot be served, if it cannot. Only plain paths: axum gives `{`, `}` and
+/// `*` a meaning (captures) and `:` a panic, and a browser or a proxy rewrites `.` and `..`
+/// segments, `//` and percent-escapes before the server could match them.
+fn check_route(route: &str) -> Result<(), &'static str> {
+    let Some(rest) = route.strip_prefix('/') else {
+        return Err("does not start with '/'");
+    };
+    if route.len() > MAX_ROUTE {
+        return Err("is longer than 256 characters");
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    for segment in rest.split('/') {
+        if segment.is_empty() {
+            return Err("has an empty segment ('//' or a trailing '/')");
+        }
+        if segment == "." || segment == ".." {
+            return Err("has a '.' or '..' segment");
+        }
+        if !segment
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~'))
+        {
+            return Err("holds a character other than letters, digits, '-', '.', '_', '~' and '/'");
+        }
+    }
+    Ok(())
+}
+
+/// `scheme://host[:port]` as a browser sends it in `Origin`: http or https, a host of
+/// letters, digits, '-' and '.' (or an IPv6 address in brackets), an optional port, no
+/// path. Anything else would never equal a browser's `Origin`, so no page could use it.
+fn is_origin(origin: &str) -> bool {
+    let Some(authority) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((address, rest)) if address.parse::<std::net::Ipv6Addr>().is_ok() => {
+                ("ipv6", rest)
+            }
+            _ => return false,
+        },
+        None => match authority.find(':') {
+            Some(colon) => authority.split_at(colon),
+            None => (authority, ""),
+        },
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.'));
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|digits| digits.parse::<u16>().is_ok() && !digits.starts_with('+'));
+    host_ok && port_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[rustfmt::skip]
+    #[test]
+    fn routes() {
+        let cases: [(&str, bool); 12] = [
+            ("/", true),
+            ("/fittings", true),
+            ("/markets/prices", true),
+            ("/v1/a-b_c.d~e", true),
+            ("fittings", false),
+            ("", false),
+            ("/fittings/", false),
+            ("//fittings", false),
+            ("/a/../b", false),
+            ("/{id}", false),
+            ("/:id", false),
+            ("/a b", false),
+        ];
+        for (route, ok) in cases {
+            assert_eq!(check_route(route).is_ok(), ok, "{route:?}");
+        }
+    }
+
+    #[rustfmt::skip]
+    #[test]
+    fn origins() {
+        let cases: [(&str, bool); 12] = [
+            ("https://docs.example.com", true),
+            ("http://localhost:3000", true),
+            ("http://127.0.0.1:8000", true),
+            ("http://[::1]:8000", true),
+            ("http://allowed.test", true),
+            ("https://docs.example.com/", false),
+            ("https://docs.example.com/page", false),
+            ("docs.example.com", false),
+            ("ftp://example.com", false),
+            ("http://", false),
+            ("http://host:99999", false),
+            ("http://ho st", false),
+        ];
+        for (origin, ok) in cases {
+            assert_eq!(is_origin(origin), ok, "{origin:?}");
+        }
+    }
+
+    #[test]
+    fn group_names() {
+        assert!(is_group_name("fitting"));
+        assert!(is_group_name("market.v2_x-y"));
+        assert!(!is_group_name(""));
+        assert!(!is_group_name("a{b}"));
+        assert!(!is_group_name("a b"));
+        assert!(!is_group_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn lines_count_from_one() {
+        let lines = Lines { text: "a\nb\nc" };
+        assert_eq!(lines.of(0..1), 1);
+        assert_eq!(lines.of(2..3), 2);
+        assert_eq!(lines.of(4..5), 3);
+        assert_eq!(lines.of(99..100), 3);
+    }
+}

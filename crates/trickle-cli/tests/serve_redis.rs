@@ -1,0 +1,229 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! `trickle serve --redis`: two servers on one private redis-server share each client's
+//! bucket and admit exactly what one limiter would; when Redis goes away mid-test, each
+//! `--on-failure` does what it says, nothing crashes, and decisions resume once Redis is
+//! back; a Redis that cannot be used at startup is an error.
+
+mod binary;
+#[path = "../../trickle-redis/tests/common/mod.rs"]
+mod common;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use binary::{client, counts, trickle_within, ConfigFile, Counts, Http, Reply, Server};
+use common::RedisServer;
+use redis::Commands;
+use trickle::esi::cost_for_status;
+use trickle::FloatingWindow;
+
+/// One group with a window long enough that no test's requests straddle its end.
+const SHARED: &str = r#"
+[[group]]
+name = "shared"
+limit = "10/1h"
+routes = ["/shared"]
+"#;
+
+fn url(server: &RedisServer) -> String {
+    format!("redis+unix://{}", server.socket().display())
+}
+
+/// What ESI's flow on one bucket of the core answers: a peek of 1, then the status's cost
+/// recorded; every request at one moment, as in the servers' hour-long window.
+fn expected(statuses: &[u16]) -> Vec<Counts> {
+    let mut bucket = FloatingWindow::new("10/1h".parse().unwrap());
+    statuses
+        .iter()
+        .map(|&status| {
+            let check = bucket.peek(0, 1);
+            if !check.is_allowed() {
+                return (429, Some(check.remaining()), Some(0));
+            }
+            let charged = bucket.record(0, cost_for_status(status).unwrap());
+            (status, Some(charged.remaining()), Some(charged.spent()))
+        })
+        .collect()
+}
+
+#[test]
+fn two_servers_on_one_redis_admit_exactly_what_one_limiter_would() {
+    let redis = RedisServer::start();
+    let config = ConfigFile::new(SHARED);
+    let url = url(&redis);
+    let servers = [
+        Server::start(&config, &["--redis", &url]),
+        Server::start(&config, &["--redis", &url]),
+    ];
+    let http = Http::new();
+
+    let statuses = [200, 404, 200, 503, 200, 200, 200, 304, 200];
+    let seen: Vec<_> = statuses
+        .iter()
+        .enumerate()
+        .map(|(i, status)| {
+            let server = &servers[i % 2];
+            let reply = http.get(
+                &format!("{}/shared?status={status}", server.url),
+                &client("alternating"),
+            );
+            assert_eq!(reply.header("x-ratelimit-group"), Some("shared"));
+            assert_eq!(reply.header("x-ratelimit-limit"), Some("10/1h"));
+            counts(&reply)
+        })
+        .collect();
+    assert_eq!(seen, expected(&statuses));
+    // The same, worked by hand: 2 + 5 + 2 + 0 + 2 = 11 spent, and the peek of 1 fails.
+    assert_eq!(
+        seen,
+        [
+            (200, Some(8), Some(2)),
+            (404, Some(3), Some(5)),
+            (200, Some(1), Some(2)),
+            (503, Some(1), Some(0)),
+            (200, Some(0), Some(2)),
+            (429, Some(0), Some(0)),
+            (429, Some(0), Some(0)),
+            (429, Some(0), Some(0)),
+            (429, Some(0), Some(0)),
+        ]
+    );
+
+    // The bucket is Redis's, under the documented key; another client's is its own.
+    let mut conn = redis.connect();
+    let exists: bool = conn
+        .exists("{trickle-serve:shared:alternating}:floating")
+        .unwrap();
+    assert!(exists);
+    let other = http.get(&format!("{}/shared", servers[1].url), &client("other"));
+    assert_eq!(counts(&other), (200, Some(8), Some(2)));
+}
+
+/// Stops the server the way an outage does, without the test's handle on it.
+fn shut_down(redis: &RedisServer) {
+    let mut conn = redis.connect();
+    // Redis closes the connection instead of answering.
+    let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut conn);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while redis::Client::open(redis.address())
+        .and_then(|client| client.get_connection())
+        .is_ok()
+    {
+        assert!(Instant::now() < deadline, "redis-server still answers");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Redis goes away mid-test: `check` judges each answer while it is away; then it comes
+/// back (empty, as nothing is saved) and the next answers are decided and charged again.
+fn outage(flags: &[&str], log: &str, check: impl Fn(&Reply)) {
+    let mut redis = RedisServer::start();
+    let config = ConfigFile::new(SHARED);
+    let url = url(&redis);
+    let mut server = Server::start(&config, &[&["--redis", url.as_str()][..], flags].concat());
+    let http = Http::new();
+    let route = format!("{}/shared", server.url);
+    let get = |key| http.get(&route, &client(key));
+    assert_eq!(counts(&get("before")), (200, Some(8), Some(2)));
+
+    shut_down(&redis);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let reply = get("during");
+        check(&reply);
+        assert_eq!(reply.header("x-ratelimit-limit"), Some("10/1h"));
+        assert_eq!(reply.header("x-ratelimit-group"), Some("shared"));
+        assert_eq!(reply.header("x-ratelimit-remaining"), None);
+        // A Redis that is away costs a request little, not the redis crate's default
+        // retries of seconds.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    assert!(server.is_running(), "{}", server.stderr());
+    let stderr = server.stderr();
+    assert!(stderr.contains(log), "no {log:?} in {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Back on the same socket: the connection manager reconnects by itself, within a few
+    // requests (the first may find the old connection broken).
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let resumed = loop {
+        let reply = get("after");
+        if reply.header("x-ratelimit-remaining").is_some() {
+            break reply;
+        }
+        check(&reply);
+        assert!(Instant::now() < deadline, "decisions did not resume");
+        thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(counts(&resumed), (200, Some(8), Some(2)));
+    assert_eq!(counts(&get("after")), (200, Some(6), Some(2)));
+    assert!(server.is_running());
+}
+
+#[test]
+fn a_redis_outage_fails_open_by_default_the_handler_answering_uncharged() {
+    outage(&[], "failing open", |reply| {
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            reply.json(),
+            serde_json::json!({"group": "shared", "route": "/shared", "status": 200})
+        );
+        assert_eq!(reply.header("retry-after"), None);
+    });
+}
+
+#[test]
+fn a_redis_outage_fails_closed_when_told_with_503_and_retry_after() {
+    outage(&["--on-failure", "closed"], "failing closed", |reply| {
+        assert_eq!(reply.status, 503, "{reply:?}");
+        assert_eq!(reply.header("retry-after"), Some("1"));
+        assert_eq!(
+            reply.json()["error"],
+            "the rate limiter is unavailable; retry shortly"
+        );
+    });
+}
+
+#[test]
+fn a_redis_that_cannot_be_used_at_startup_is_an_error() {
+    let redis = RedisServer::start();
+    let config = ConfigFile::new(SHARED);
+    let url = url(&redis);
+    drop(redis);
+    let run = trickle_within(
+        &["serve", "--config", config.arg(), "--redis", &url],
+        Duration::from_secs(30),
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .starts_with(&format!("trickle: cannot reach Redis at {url}: ")),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--on-failure"), "{}", run.stderr);
+
+    // N × W = 2^60: more than the floating window's script holds exactly. The file's
+    // fault, so named with the group's line, before Redis is even asked.
+    let config = ConfigFile::new(
+        "\n[[group]]\nname = \"huge\"\nlimit = \"1152921504606846976/1ms\"\nroutes = [\"/h\"]\n",
+    );
+    let run = trickle_within(
+        &["serve", "--config", config.arg(), "--redis", &url],
+        Duration::from_secs(30),
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let prefix = format!(
+        "trickle: config file {:?}, line 2: group \"huge\": limit 1152921504606846976/1ms is \
+         too large for the floating algorithm on Redis",
+        config.path()
+    );
+    assert!(run.stderr.starts_with(&prefix), "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
