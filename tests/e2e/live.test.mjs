@@ -5,7 +5,7 @@
 // not routed by Playwright: Chromium places a routed page in no address space, and then
 // refuses it the loopback server unless the reader allows it (Local Network Access).
 // A widget whose limit and costs are the server's agrees with it on every press, to the 429
-// and its Retry-After; one that says 6/8s in front of a server limiting at 4/8s flags the
+// and its Retry-After, under each of the four algorithms; one that says 6/8s in front of a server limiting at 4/8s flags the
 // limit on the first press and the status when the server refuses what the model lets in,
 // and one with other costs flags Used; a press whose answer changes during its round trip
 // (a stand-in server on the page's fake clock) is not flagged; a server that is down, never
@@ -272,6 +272,31 @@ describe("against a server with the widget's limit", () => {
     await assertPageUnharmed(page, problems);
     await close();
   });
+
+  for (const [algorithm, route] of [
+    ["sliding-log", "log"],
+    ["fixed", "fixed"],
+    ["token-bucket", "bucket"],
+  ]) {
+    it(`agrees with the ${algorithm} too`, async () => {
+      const widget = `#${route}`;
+      const { page, problems, close } = await openLive(
+        `<rate-limit-demo id="${route}" limit="4/20s" algorithm="${algorithm}" endpoint="${api.url}/${route}"></rate-limit-demo>`,
+      );
+      const answers = [];
+      for (let n = 0; n < 6; n++) {
+        const detail = await press(page, widget);
+        assert.deepEqual(detail.mismatches, [], `press ${n + 1} agrees`);
+        assert.equal(detail.algorithm, algorithm);
+        answers.push(detail.server.status);
+      }
+      assert.deepEqual(answers.slice(0, 4), [200, 200, 200, 200]);
+      // A fixed window may start again during the test; the other two refill too slowly.
+      if (algorithm !== "fixed") assert.deepEqual(answers.slice(4), [429, 429]);
+      await assertPageUnharmed(page, problems);
+      await close();
+    });
+  }
 
   it("sends the client-id it is given", async () => {
     const { page, problems, close } = await openLive(
