@@ -72,11 +72,13 @@ replay: cli
 	@cat target/replay.summary
 
 # What a docs page downloads for one widget, gzip -9 as a server would send it, and what
-# compare mode adds.
+# compare mode and live mode each add.
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
 	@echo "compare mode adds:"
 	@scripts/size.sh $(PACKAGE_DIR)/dist/compare.js
+	@echo "live mode adds:"
+	@scripts/size.sh $(PACKAGE_DIR)/dist/live.js
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
 # the fixed window and the token bucket against the sliding log, as the README's table.
