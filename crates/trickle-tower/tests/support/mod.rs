@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
+use trickle::{esi, Limiter};
 use trickle_tower::{Backend, RateLimitLayer, Rejection, Subject};
 
 /// The server; dropping it shuts the runtime down, and the server with it.
@@ -156,4 +157,40 @@ impl Server {
             body: response.body_mut().read_to_string().expect("a text body"),
         }
     }
+}
+
+/// Checks `answer` against what the core decides for the same request with ESI's flow: a
+/// peek of 1 on `model` at `now_ms`, then, if it fits, a record of what `status` costs.
+/// Returns whether the model let the request in.
+pub fn assert_as_core(
+    answer: &Answer,
+    model: &mut Limiter,
+    now_ms: u64,
+    status: u16,
+    context: &str,
+) -> bool {
+    let check = model.peek(now_ms, 1);
+    let admitted = check.is_allowed();
+    let (expected_status, headers) = if admitted {
+        let cost = esi::cost_for_status(status).expect("an HTTP status");
+        (status, esi::headers(&model.record(now_ms, cost)))
+    } else {
+        (429, esi::headers(&check))
+    };
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(header, _)| *header == name)
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(answer.status, expected_status, "{context}");
+    assert_eq!(answer.limit, header("X-Ratelimit-Limit"), "{context}");
+    assert_eq!(
+        answer.remaining,
+        header("X-Ratelimit-Remaining"),
+        "{context}"
+    );
+    assert_eq!(answer.used, header("X-Ratelimit-Used"), "{context}");
+    assert_eq!(answer.retry_after, header("Retry-After"), "{context}");
+    admitted
 }
