@@ -17,14 +17,16 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/figures.rs"]
+mod figures;
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
 
 use common::RedisServer;
+use figures::{median_figures, target_dir, Figures};
 use redis::Connection;
 use trickle::Limit;
 
@@ -97,29 +99,10 @@ struct Phase {
     allowed: u64,
 }
 
-/// p50, p99 and requests per second of one phase.
-#[derive(Clone, Copy)]
-struct Figures {
-    p50_us: f64,
-    p99_us: f64,
-    per_second: f64,
-}
-
 impl Phase {
-    fn figures(mut self) -> Figures {
-        self.latencies_ns.sort_unstable();
-        Figures {
-            p50_us: percentile_us(&self.latencies_ns, 50),
-            p99_us: percentile_us(&self.latencies_ns, 99),
-            per_second: self.latencies_ns.len() as f64 / self.seconds,
-        }
+    fn figures(self) -> Figures {
+        Figures::from_ns(self.latencies_ns, self.seconds)
     }
-}
-
-/// The nearest-rank percentile of sorted latencies, in µs.
-fn percentile_us(sorted_ns: &[u64], percent: usize) -> f64 {
-    let rank = (sorted_ns.len() * percent).div_ceil(100).max(1);
-    sorted_ns[rank - 1] as f64 / 1_000.0
 }
 
 /// Every connection makes `count` requests on `key` at once, each on its own thread.
@@ -270,20 +253,6 @@ fn run(load: &Load) -> Result<(), String> {
     Ok(())
 }
 
-/// Each figure's median over the rounds, figure by figure.
-fn median_figures(figures: impl Iterator<Item = Figures> + Clone) -> Figures {
-    let median = |pick: fn(&Figures) -> f64| {
-        let mut values: Vec<f64> = figures.clone().map(|figures| pick(&figures)).collect();
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
-    Figures {
-        p50_us: median(|figures| figures.p50_us),
-        p99_us: median(|figures| figures.p99_us),
-        per_second: median(|figures| figures.per_second),
-    }
-}
-
 fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures) {
     println!(
         "{CONNECTIONS} connections × {} requests on one key at a frozen clock, limit {}, \
@@ -311,13 +280,6 @@ fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures)
     );
 }
 
-fn figures_json(figures: &Figures) -> String {
-    format!(
-        r#"{{ "p50Us": {:.3}, "p99Us": {:.3}, "perSecond": {:.1} }}"#,
-        figures.p50_us, figures.p99_us, figures.per_second
-    )
-}
-
 fn report_json(
     load: &Load,
     expected: u64,
@@ -342,28 +304,21 @@ fn report_json(
     let _ = writeln!(json, r#"  "rounds": {},"#, load.rounds);
     let _ = writeln!(json, r#"  "expectedAllowed": {expected},"#);
     let _ = writeln!(json, r#"  "allowed": [{}],"#, allowed.join(", "));
-    let _ = writeln!(json, r#"  "script": {},"#, figures_json(script));
-    let _ = writeln!(json, r#"  "incrby": {},"#, figures_json(incrby));
+    let _ = writeln!(json, r#"  "script": {},"#, script.json());
+    let _ = writeln!(json, r#"  "incrby": {},"#, incrby.json());
     let _ = writeln!(json, r#"  "perRound": ["#);
     for (n, round) in rounds.iter().enumerate() {
         let comma = if n + 1 < rounds.len() { "," } else { "" };
         let _ = writeln!(
             json,
             r#"    {{ "script": {}, "incrby": {} }}{comma}"#,
-            figures_json(&round.script),
-            figures_json(&round.incrby)
+            round.script.json(),
+            round.incrby.json()
         );
     }
     let _ = writeln!(json, "  ]");
     let _ = writeln!(json, "}}");
     json
-}
-
-/// The workspace's target folder, wherever CARGO_TARGET_DIR puts it: cargo gives benchmarks
-/// its `tmp` folder.
-fn target_dir() -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    tmp.parent().unwrap_or(tmp).to_path_buf()
 }
 
 fn main() -> ExitCode {

@@ -24,9 +24,10 @@
 
 #[path = "../../trickle-redis/tests/common/mod.rs"]
 mod common;
+#[path = "../../trickle-redis/benches/support/figures.rs"]
+mod figures;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,7 @@ use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
 use common::RedisServer;
+use figures::{median_figures, target_dir, Figures};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -79,13 +81,6 @@ impl Variant {
             Variant::Redis => "layer, Redis",
         }
     }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Figures {
-    p50_us: f64,
-    p99_us: f64,
-    per_second: f64,
 }
 
 fn main() -> ExitCode {
@@ -221,16 +216,6 @@ async fn phase(
     Ok((times, started.elapsed()))
 }
 
-fn figures(mut times: Vec<Duration>, wall: Duration) -> Figures {
-    times.sort();
-    let at = |share: f64| times[((times.len() as f64 * share) as usize).min(times.len() - 1)];
-    Figures {
-        p50_us: at(0.50).as_secs_f64() * 1e6,
-        p99_us: at(0.99).as_secs_f64() * 1e6,
-        per_second: times.len() as f64 / wall.as_secs_f64(),
-    }
-}
-
 fn run(load: &Load) -> Result<(), String> {
     let redis = RedisServer::start_tcp();
     let servers: Vec<(tokio::runtime::Runtime, String)> = Variant::ALL
@@ -274,7 +259,7 @@ fn run(load: &Load) -> Result<(), String> {
                 ))?;
                 let (times, wall) =
                     client.block_on(phase(address, &tag, connections, load.requests, limited))?;
-                figures_of[index] = Some(figures(times, wall));
+                figures_of[index] = Some(Figures::from_durations(&times, wall));
             }
             rounds.push(figures_of.map(|figures| figures.expect("every variant measured")));
         }
@@ -301,19 +286,6 @@ fn run(load: &Load) -> Result<(), String> {
     Ok(())
 }
 
-fn median_figures(figures: impl Iterator<Item = Figures> + Clone) -> Figures {
-    let median = |pick: fn(&Figures) -> f64| {
-        let mut values: Vec<f64> = figures.clone().map(|figures| pick(&figures)).collect();
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
-    Figures {
-        p50_us: median(|figures| figures.p50_us),
-        p99_us: median(|figures| figures.p99_us),
-        per_second: median(|figures| figures.per_second),
-    }
-}
-
 fn print_summary(load: &Load, medians: &[Vec<Figures>]) {
     for (connections, medians) in SHAPES.iter().zip(medians) {
         println!(
@@ -337,13 +309,6 @@ fn print_summary(load: &Load, medians: &[Vec<Figures>]) {
     }
 }
 
-fn figures_json(figures: &Figures) -> String {
-    format!(
-        r#"{{ "p50Us": {:.3}, "p99Us": {:.3}, "perSecond": {:.1} }}"#,
-        figures.p50_us, figures.p99_us, figures.per_second
-    )
-}
-
 fn report_json(load: &Load, measured: &[Vec<[Figures; 3]>], medians: &[Vec<Figures>]) -> String {
     let mut json = String::new();
     let _ = writeln!(json, "{{");
@@ -355,12 +320,7 @@ fn report_json(load: &Load, measured: &[Vec<[Figures; 3]>], medians: &[Vec<Figur
         let _ = writeln!(json, "    {{");
         let _ = writeln!(json, r#"      "connections": {connections},"#);
         for (variant, figures) in Variant::ALL.iter().zip(&medians[shape]) {
-            let _ = writeln!(
-                json,
-                r#"      "{}": {},"#,
-                variant.name(),
-                figures_json(figures)
-            );
+            let _ = writeln!(json, r#"      "{}": {},"#, variant.name(), figures.json());
         }
         let rounds: Vec<String> = measured[shape]
             .iter()
@@ -369,7 +329,7 @@ fn report_json(load: &Load, measured: &[Vec<[Figures; 3]>], medians: &[Vec<Figur
                     .iter()
                     .zip(round)
                     .map(|(variant, figures)| {
-                        format!(r#""{}": {}"#, variant.name(), figures_json(figures))
+                        format!(r#""{}": {}"#, variant.name(), figures.json())
                     })
                     .collect();
                 format!("{{ {} }}", parts.join(", "))
@@ -382,11 +342,4 @@ fn report_json(load: &Load, measured: &[Vec<[Figures; 3]>], medians: &[Vec<Figur
     let _ = writeln!(json, "  ]");
     let _ = writeln!(json, "}}");
     json
-}
-
-/// Cargo's target folder: `CARGO_TARGET_DIR`, or `target/` at the workspace root.
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
 }
