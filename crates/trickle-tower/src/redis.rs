@@ -105,14 +105,18 @@ impl Backend for Redis {
         now_ms: u64,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RedisBackendError>> + Send {
+        // The future borrows the group and the key for as long as it runs: nothing is
+        // copied for a decision, only for the error naming a missing group.
         let limiter = self.groups.get(group);
         let mut conn = self.conn.clone();
-        let group = group.to_string();
-        let key = key.to_string();
         async move {
-            let limiter = limiter.ok_or(RedisBackendError::UnknownGroup(UnknownGroup { group }))?;
+            let limiter = limiter.ok_or_else(|| {
+                RedisBackendError::UnknownGroup(UnknownGroup {
+                    group: group.to_string(),
+                })
+            })?;
             limiter
-                .decide_async(&mut conn, &key, op, now_ms, cost)
+                .decide_async(&mut conn, key, op, now_ms, cost)
                 .await
                 .map_err(RedisBackendError::Redis)
         }
