@@ -241,7 +241,11 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
     }
 }
 
-fn system_ms() -> u64 {
+/// The clock a layer decides on unless given another ([`RateLimitLayer::clock`]): the
+/// system's, in ms since the Unix epoch, so that windows start where every other process
+/// on that clock (a second server, a docs page in live mode) starts them. A server that
+/// sweeps its [`InProcess`](crate::InProcess) buckets should sweep on the same clock.
+pub fn system_ms() -> u64 {
     // A clock before 1970 reads as 1970; the core takes no negative time.
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -44,7 +44,7 @@ mod redis;
 
 pub use backend::{Backend, InProcess, UnknownGroup};
 pub use layer::{
-    Body, OnFailure, RateLimit, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP,
+    system_ms, Body, OnFailure, RateLimit, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP,
     X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
 };
 #[cfg(feature = "redis")]

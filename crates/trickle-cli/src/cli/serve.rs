@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::net::TcpListener;
@@ -264,17 +264,8 @@ async fn sweep(backend: Arc<InProcess>) {
     let mut ticks = tokio::time::interval(SWEEP_EVERY);
     loop {
         ticks.tick().await;
-        backend.sweep(now_ms());
+        backend.sweep(trickle_tower::system_ms());
     }
-}
-
-/// The layer's clock: ms since the Unix epoch.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 /// Each group a [`RedisLimiter`] under `trickle-serve:GROUP`, deciding on Redis's clock so

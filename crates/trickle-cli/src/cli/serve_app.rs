@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use axum::http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +20,10 @@ use axum::routing::get;
 use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_layer::Layer;
-use trickle_tower::{Backend, OnFailure, RateLimitLayer, Rejection, Subject};
+use trickle_tower::{
+    Backend, OnFailure, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT,
+    X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
+};
 
 use crate::cli::serve_config::{Config, CorsOrigins};
 
@@ -39,12 +42,12 @@ const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(600);
 
 /// The headers a page on another origin may read: the layer's four and `Retry-After`.
 /// Everything else a browser lets a page read by default, or the demo does not send.
-const EXPOSED: [&str; 5] = [
-    "x-ratelimit-limit",
-    "x-ratelimit-remaining",
-    "x-ratelimit-used",
-    "x-ratelimit-group",
-    "retry-after",
+const EXPOSED: [HeaderName; 5] = [
+    X_RATELIMIT_LIMIT,
+    X_RATELIMIT_REMAINING,
+    X_RATELIMIT_USED,
+    X_RATELIMIT_GROUP,
+    RETRY_AFTER,
 ];
 
 /// The whole application: every group's routes behind its own layer over the shared
@@ -236,7 +239,7 @@ fn cors(origins: &CorsOrigins) -> CorsLayer {
         .allow_origin(allow_origin)
         .allow_methods([Method::GET, Method::HEAD])
         .allow_headers([CLIENT_ID])
-        .expose_headers(EXPOSED.map(HeaderName::from_static))
+        .expose_headers(EXPOSED)
         .max_age(PREFLIGHT_MAX_AGE)
 }
 
