@@ -7,6 +7,7 @@
 
 import { html, updateAttribute, updateText } from "./dom.js";
 import { count, statusLine } from "./format.js";
+import { admit } from "./respond.js";
 import styles from "./live.css";
 
 export { styles };
@@ -441,15 +442,10 @@ export class LiveSession {
     const agreeing = ends.findIndex((end) => end.allowed === serverAllowed);
     const index = agreeing === -1 ? 0 : agreeing;
     const t = index === 0 ? t0 : t1;
-    const end = ends[index];
-    const decision = Object.freeze(
-      end.allowed
-        ? {
-            ...limiter.record(t, charge),
-            status: serverAllowed ? server.status : (requested ?? table?.statuses[0] ?? 200),
-          }
-        : { ...end, status: 429, cost: 0 },
-    );
+    // What the handler answered, as far as the model knows: the server's own answer, or
+    // when the server refused, what the press asked for.
+    const answered = serverAllowed ? server.status : (requested ?? table?.statuses[0] ?? 200);
+    const decision = Object.freeze(admit(limiter, cost, charge, answered, t));
     const model = Object.freeze({
       status: decision.status,
       limit: limiter.limit,

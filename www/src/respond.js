@@ -10,7 +10,16 @@
  */
 export function respond(limiter, { cost, table }, status, now) {
   if (!table) return limiter.hit(now, cost);
-  const charge = table.cost(status);
+  return admit(limiter, cost, table.cost(status), status, now);
+}
+
+/**
+ * ESI's step with the charge already known: if `cost` fits at `now`, the request is
+ * answered `status` and `charge` is recorded (which may take the bucket past the limit);
+ * otherwise it is a 429 that costs nothing. Live mode charges what the real server's answer
+ * costs, which it learns only from that answer.
+ */
+export function admit(limiter, cost, charge, status, now) {
   const check = limiter.peek(now, cost);
   return check.allowed
     ? { ...limiter.record(now, charge), status }
