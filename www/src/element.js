@@ -611,7 +611,7 @@ export class RateLimitDemo extends Base {
         limiter: limiters[0],
         pricing: this.#pricing,
         costsText: attribute("costs"),
-        clock: () => Date.now(),
+        clock: () => this.#now(),
       });
     } catch (error) {
       for (const limiter of limiters) limiter.free();
