@@ -6,8 +6,9 @@
 mod common;
 
 use common::Op::{H, R};
-use common::{check_rows, limit, pttl, stored, RedisServer, Row};
-use redis::Commands;
+use common::{
+    assert_denial_leaves_no_key, assert_expires_near, check_rows, limit, stored, RedisServer, Row,
+};
 use trickle::{Algorithm, Limit, Limiter, Outcome};
 use trickle_redis::{RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
@@ -82,12 +83,7 @@ fn a_request_that_spends_nothing_leaves_the_counter_alone() {
     let mut expected = before.clone();
     expected.insert("seen".to_string(), "3000".to_string());
     assert_eq!(stored(&mut conn, &key), expected);
-    let most = (5_000 + EXPIRY_GRACE_MS) as i64;
-    let ttl = pttl(&mut conn, &key);
-    assert!(
-        ttl > most - 1_000 && ttl <= most,
-        "PTTL {ttl}, want near {most}"
-    );
+    assert_expires_near(&mut conn, &key, 5_000 + EXPIRY_GRACE_MS, "after the spend");
 }
 
 #[test]
@@ -99,18 +95,11 @@ fn state_expires_at_the_end_of_its_window() {
     // Spent at 0 or at 3000, the counter counts until 8000; at 9000, until 16000.
     for (t, until) in [(0, 8_000), (3_000, 8_000), (9_000, 16_000)] {
         bucket.record(&mut conn, "k", t, 1).unwrap();
-        let ttl = pttl(&mut conn, &key);
-        let most = (until - t + EXPIRY_GRACE_MS) as i64;
-        assert!(
-            ttl > most - 1_000 && ttl <= most,
-            "at {t}: PTTL {ttl}, want near {most}"
-        );
+        let context = format!("at {t}");
+        assert_expires_near(&mut conn, &key, until - t + EXPIRY_GRACE_MS, &context);
     }
 
-    // A request that writes nothing leaves no key behind.
-    bucket.hit(&mut conn, "fresh", 0, 7).unwrap();
-    let exists: bool = conn.exists(bucket.redis_key("fresh")).unwrap();
-    assert!(!exists);
+    assert_denial_leaves_no_key(&mut conn, &bucket);
 }
 
 #[test]

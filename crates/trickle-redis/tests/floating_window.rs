@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::{limit, slot, stored, RedisServer};
-use redis::Commands;
+use common::{assert_denial_leaves_no_key, assert_expires_near, limit, slot, stored, RedisServer};
 use trickle::{Algorithm, FloatingWindow, Limit, Outcome};
 use trickle_redis::{RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
@@ -175,18 +174,11 @@ fn state_expires_when_the_window_after_its_last_write_ends() {
     // Counters written at 0 count until 16000; written at 3000, still until 16000.
     for (t, until) in [(0, 16_000), (3_000, 16_000)] {
         bucket.hit(&mut conn, "k", t, 1).unwrap();
-        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut conn).unwrap();
-        let most = (until - t + EXPIRY_GRACE_MS) as i64;
-        assert!(
-            ttl > most - 1_000 && ttl <= most,
-            "at {t}: PTTL {ttl}, want near {most}"
-        );
+        let context = format!("at {t}");
+        assert_expires_near(&mut conn, &key, until - t + EXPIRY_GRACE_MS, &context);
     }
 
-    // A request that writes nothing leaves no key behind.
-    bucket.hit(&mut conn, "fresh", 0, 7).unwrap();
-    let exists: bool = conn.exists(bucket.redis_key("fresh")).unwrap();
-    assert!(!exists);
+    assert_denial_leaves_no_key(&mut conn, &bucket);
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod common;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use common::{limit, pttl, slot, RedisServer};
+use common::{assert_denial_leaves_no_key, assert_expires_near, limit, pttl, slot, RedisServer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
@@ -383,12 +383,7 @@ fn state_expires_when_the_newest_entry_stops_counting() {
     let keys = bucket.redis_keys("k");
     let near = |conn: &mut redis::Connection, most: u64| {
         for key in &keys {
-            let ttl = pttl(conn, key);
-            let most = most as i64;
-            assert!(
-                ttl > most - 1_000 && ttl <= most,
-                "{key}: PTTL {ttl}, want near {most}"
-            );
+            assert_expires_near(conn, key, most, "the log");
         }
     };
     bucket.hit(&mut conn, "k", 0, 1).unwrap();
@@ -418,11 +413,7 @@ fn state_expires_when_the_newest_entry_stops_counting() {
         );
     }
 
-    // A request that writes nothing leaves no key behind.
-    bucket.hit(&mut conn, "fresh", 0, 7).unwrap();
-    for key in bucket.redis_keys("fresh") {
-        assert!(!conn.exists::<_, bool>(&key).unwrap(), "{key}");
-    }
+    assert_denial_leaves_no_key(&mut conn, &bucket);
 }
 
 #[test]

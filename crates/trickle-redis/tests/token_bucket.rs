@@ -10,8 +10,9 @@ mod common;
 use std::collections::HashMap;
 
 use common::Op::{self, H, R};
-use common::{check_rows, limit, pttl, stored, RedisServer, Row};
-use redis::Commands;
+use common::{
+    assert_denial_leaves_no_key, assert_expires_near, check_rows, limit, stored, RedisServer, Row,
+};
 use trickle::{Algorithm, Limit, Limiter, Outcome};
 use trickle_redis::{RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
@@ -119,12 +120,7 @@ fn a_request_that_spends_nothing_leaves_the_bucket_alone() {
     let mut expected = before.clone();
     expected.insert("seen".to_string(), "3000".to_string());
     assert_eq!(stored(&mut conn, &key), expected);
-    let most = (6_000 + EXPIRY_GRACE_MS) as i64;
-    let ttl = pttl(&mut conn, &key);
-    assert!(
-        ttl > most - 1_000 && ttl <= most,
-        "PTTL {ttl}, want near {most}"
-    );
+    assert_expires_near(&mut conn, &key, 6_000 + EXPIRY_GRACE_MS, "after the spend");
 }
 
 #[test]
@@ -144,18 +140,11 @@ fn state_expires_when_the_bucket_is_full_again() {
             H(t, cost) => bucket.hit(&mut conn, "k", t, cost).unwrap().at_ms,
             R(t, cost) => bucket.record(&mut conn, "k", t, cost).unwrap().at_ms,
         };
-        let ttl = pttl(&mut conn, &key);
-        let most = (until - t + EXPIRY_GRACE_MS) as i64;
-        assert!(
-            ttl > most - 1_000 && ttl <= most,
-            "{op:?}: PTTL {ttl}, want near {most}"
-        );
+        let context = format!("{op:?}");
+        assert_expires_near(&mut conn, &key, until - t + EXPIRY_GRACE_MS, &context);
     }
 
-    // A request that writes nothing leaves no key behind.
-    bucket.hit(&mut conn, "fresh", 0, 7).unwrap();
-    let exists: bool = conn.exists(bucket.redis_key("fresh")).unwrap();
-    assert!(!exists);
+    assert_denial_leaves_no_key(&mut conn, &bucket);
 }
 
 #[test]

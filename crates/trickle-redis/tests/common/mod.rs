@@ -293,3 +293,26 @@ pub fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String
 pub fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
+
+/// Asserts that `key` expires in `most_ms` from when its script ran: its PTTL is at most
+/// that, and no more than a second less (the test's own round trips since).
+pub fn assert_expires_near(conn: &mut redis::Connection, key: &str, most_ms: u64, context: &str) {
+    let ttl = pttl(conn, key);
+    let most = most_ms as i64;
+    assert!(
+        ttl > most - 1_000 && ttl <= most,
+        "{context}: {key}: PTTL {ttl}, want near {most}"
+    );
+}
+
+/// A request on a fresh key denied at once (7 tokens, more than the tests' limits of 6)
+/// writes nothing, so it leaves no key behind.
+pub fn assert_denial_leaves_no_key(
+    conn: &mut redis::Connection,
+    bucket: &trickle_redis::RedisLimiter,
+) {
+    bucket.hit(conn, "fresh", 0, 7).unwrap();
+    for key in bucket.redis_keys("fresh") {
+        assert!(!conn.exists::<_, bool>(&key).unwrap(), "{key}");
+    }
+}
