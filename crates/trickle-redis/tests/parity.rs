@@ -9,6 +9,7 @@
 //! refuse exactly those, writing nothing, and decide every other one as the core.
 
 mod common;
+mod traces;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -17,21 +18,12 @@ use common::RedisServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
+use traces::{cost, next_ms, start_ms, step, Step};
 use trickle::{Algorithm, Decision, Limit, Limiter};
 use trickle_redis::{RedisError, RedisLimiter, MAX_TIME_MS};
 
 /// Cases per algorithm, each up to 40 requests; the three tests run side by side.
 const CASES: u32 = 256;
-
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    /// Forward by this many ms.
-    Forward(u64),
-    /// To the next window edge k·W, moved by −1, 0 or +1 ms.
-    Edge(i8),
-    /// Backwards by this many ms (not below 0).
-    Back(u64),
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Action {
@@ -60,28 +52,6 @@ fn limit(algorithm: Algorithm) -> impl Strategy<Value = Limit> {
     .prop_map(|(tokens, window_ms)| Limit::new(tokens, window_ms).expect("tokens and window ≥ 1"))
 }
 
-fn step(window_ms: u64) -> impl Strategy<Value = Step> {
-    prop_oneof![
-        3 => Just(Step::Forward(0)),
-        3 => (1..=3u64).prop_map(Step::Forward),
-        3 => (1..=(window_ms / 2).max(1)).prop_map(Step::Forward),
-        4 => (-1..=1i8).prop_map(Step::Edge),
-        1 => (window_ms.saturating_mul(2)..=window_ms.saturating_mul(50)).prop_map(Step::Forward),
-        2 => (1..=window_ms.saturating_mul(2)).prop_map(Step::Back),
-    ]
-}
-
-fn cost(tokens: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        2 => Just(0),
-        3 => 1..=tokens.min(3),
-        2 => Just(tokens),
-        2 => 1..=tokens,
-        1 => Just(tokens + 1),
-        1 => Just(u64::MAX),
-    ]
-}
-
 /// A record's cost: as a hit's, and now and then 2^53, the largest a record may bring
 /// (it fits an empty bucket of a 1 ms window exactly), or one more.
 fn record_cost(tokens: u64) -> impl Strategy<Value = u64> {
@@ -98,11 +68,6 @@ fn request(limit: Limit) -> impl Strategy<Value = (Step, Action, u64)> {
         4 => (step(window_ms), Just(Action::Hit), cost(tokens)),
         1 => (step(window_ms), Just(Action::Record), record_cost(tokens)),
     ]
-}
-
-fn start_ms(window_ms: u64) -> impl Strategy<Value = u64> {
-    let near_end = MAX_TIME_MS.saturating_sub(window_ms.saturating_mul(4));
-    prop_oneof![Just(0), 0..=1_000_000u64, near_end..=MAX_TIME_MS]
 }
 
 #[derive(Debug, Clone)]
@@ -123,18 +88,6 @@ fn trace(algorithm: Algorithm) -> impl Strategy<Value = Trace> {
             },
         )
     })
-}
-
-fn next_ms(now: u64, step: Step, window_ms: u64) -> u64 {
-    let next = match step {
-        Step::Forward(ms) => now.saturating_add(ms),
-        Step::Edge(offset) => {
-            let edge = (now / window_ms + 1).saturating_mul(window_ms);
-            edge.saturating_add_signed(i64::from(offset))
-        }
-        Step::Back(ms) => now.saturating_sub(ms),
-    };
-    next.min(MAX_TIME_MS)
 }
 
 /// Whether the core's record took the bucket past 2^53 scaled by W, where Redis refuses:

@@ -6,6 +6,7 @@
 //! back at exactly s + W.
 
 mod common;
+mod traces;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use common::{assert_denial_leaves_no_key, assert_expires_near, limit, pttl, slot
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
+use traces::{cost, next_ms, start_ms, step, Step};
 use trickle::{Algorithm, Limit, Op, Outcome, SlidingLog};
 use trickle_redis::{
     Clock, RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS,
@@ -143,16 +145,6 @@ fn table_rows_worked_by_hand_match_redis_and_the_core() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    /// Forward by this many ms.
-    Forward(u64),
-    /// To the next multiple of W, moved by −1, 0 or +1 ms.
-    Edge(i8),
-    /// Backwards by this many ms (not below 0).
-    Back(u64),
-}
-
 /// Mostly small limits, so traces cross many windows; some larger; limits at the bound
 /// (N × W = 2^53 − 1 or just under, W = 1 among them); and windows up to 2^53 − 1 ms.
 fn any_limit() -> impl Strategy<Value = Limit> {
@@ -173,35 +165,8 @@ fn any_limit() -> impl Strategy<Value = Limit> {
     .prop_map(|(tokens, window_ms)| Limit::new(tokens, window_ms).expect("tokens and window ≥ 1"))
 }
 
-fn step(window_ms: u64) -> impl Strategy<Value = Step> {
-    prop_oneof![
-        3 => Just(Step::Forward(0)),
-        3 => (1..=3u64).prop_map(Step::Forward),
-        3 => (1..=(window_ms / 2).max(1)).prop_map(Step::Forward),
-        4 => (-1..=1i8).prop_map(Step::Edge),
-        1 => (window_ms.saturating_mul(2)..=window_ms.saturating_mul(50)).prop_map(Step::Forward),
-        2 => (1..=window_ms.saturating_mul(2)).prop_map(Step::Back),
-    ]
-}
-
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![6 => Just(Op::Hit), 1 => Just(Op::Peek), 2 => Just(Op::Record)]
-}
-
-fn cost(tokens: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        2 => Just(0),
-        3 => 1..=tokens.min(3),
-        2 => Just(tokens),
-        2 => 1..=tokens,
-        1 => Just(tokens + 1),
-        1 => Just(u64::MAX),
-    ]
-}
-
-fn start_ms(window_ms: u64) -> impl Strategy<Value = u64> {
-    let near_end = END.saturating_sub(window_ms.saturating_mul(4));
-    prop_oneof![Just(0), 0..=1_000_000u64, near_end..=END]
 }
 
 #[derive(Debug, Clone)]
@@ -225,18 +190,6 @@ fn trace() -> impl Strategy<Value = Trace> {
             },
         )
     })
-}
-
-fn next_ms(now: u64, step: Step, window_ms: u64) -> u64 {
-    let next = match step {
-        Step::Forward(ms) => now.saturating_add(ms),
-        Step::Edge(offset) => {
-            let edge = (now / window_ms + 1).saturating_mul(window_ms);
-            edge.saturating_add_signed(i64::from(offset))
-        }
-        Step::Back(ms) => now.saturating_sub(ms),
-    };
-    next.min(END)
 }
 
 /// The invariants of what Redis holds: one entry per ms, oldest first, each still counting
