@@ -44,6 +44,9 @@ pub fn subject(request: &Request<axum::body::Body>) -> Result<Option<Subject>, R
     )))
 }
 
+/// [`subject`] as the layer holds it.
+pub type SubjectFn = fn(&Request<axum::body::Body>) -> Result<Option<Subject>, Rejection>;
+
 /// A runtime for a server (and a Redis connection made on it before the server starts).
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -59,17 +62,12 @@ pub fn serve<B: Backend>(
     runtime: tokio::runtime::Runtime,
     backend: B,
     start_ms: u64,
-    configure: impl FnOnce(
-        RateLimitLayer<B, fn(&Request<axum::body::Body>) -> Result<Option<Subject>, Rejection>>,
-    ) -> RateLimitLayer<
-        B,
-        fn(&Request<axum::body::Body>) -> Result<Option<Subject>, Rejection>,
-    >,
+    configure: impl FnOnce(RateLimitLayer<B, SubjectFn>) -> RateLimitLayer<B, SubjectFn>,
 ) -> Server {
     let calls = Arc::new(AtomicUsize::new(0));
     let clock = Arc::new(AtomicU64::new(start_ms));
     let time = Arc::clone(&clock);
-    let subject: fn(&Request<axum::body::Body>) -> Result<Option<Subject>, Rejection> = subject;
+    let subject: SubjectFn = subject;
     let layer =
         configure(RateLimitLayer::new(backend, subject).clock(move || time.load(Ordering::SeqCst)));
     let app = Router::new()
