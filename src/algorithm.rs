@@ -163,6 +163,17 @@ impl State for AnyState {
         on_state!(self, state => state.record(limit, now_ms, cost))
     }
 
+    fn settle(
+        &mut self,
+        limit: &Limit,
+        now_ms: u64,
+        reserved_at_ms: u64,
+        reserved: u64,
+        cost: u64,
+    ) -> Decision {
+        on_state!(self, state => state.settle(limit, now_ms, reserved_at_ms, reserved, cost))
+    }
+
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
         on_state!(self, state => state.is_idle(limit, now_ms))
     }

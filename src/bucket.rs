@@ -4,8 +4,10 @@ use crate::decision::Decision;
 use crate::fixed::FixedState;
 use crate::floating::FloatingState;
 use crate::limit::Limit;
+use crate::reservation::{Admission, Reservation};
 use crate::sliding_log::SlidingLogState;
 use crate::state::State;
+use crate::store::Op;
 use crate::token_bucket::TokenBucketState;
 
 /// A single bucket: a [`Limit`] and the state of one algorithm.
@@ -83,6 +85,43 @@ impl<S: State> Bucket<S> {
     /// response, as ESI charges by status).
     pub fn record(&mut self, now_ms: u64, cost: u64) -> Decision {
         self.state.record(&self.limit, now_ms, cost)
+    }
+
+    /// Admits a request of `cost` tokens at `now_ms` if it fits, spending the cost at once
+    /// and holding it in a [`Reservation`] until the request's final cost is known;
+    /// refuses it, spending nothing, if not. See [`crate::reservation`].
+    pub fn reserve(&mut self, now_ms: u64, cost: u64) -> Admission {
+        Admission::of(self.hit(now_ms, cost))
+    }
+
+    /// Settles `reservation` at the request's final `cost`: charges the difference, or
+    /// refunds it, as [`crate::reservation`] defines for each algorithm.
+    pub fn settle(&mut self, reservation: Reservation, now_ms: u64, cost: u64) -> Decision {
+        self.state.settle(
+            &self.limit,
+            now_ms,
+            reservation.at_ms(),
+            reservation.cost(),
+            cost,
+        )
+    }
+
+    /// Applies `op` with `cost` tokens at `now_ms`: what a [`Store`](crate::Store) does to
+    /// one key's bucket. A reserve is a hit here; a settle settles the reservation the op
+    /// describes.
+    pub fn decide(&mut self, op: Op, now_ms: u64, cost: u64) -> Decision {
+        match op {
+            Op::Hit | Op::Reserve { .. } => self.hit(now_ms, cost),
+            Op::Peek => self.peek(now_ms, cost),
+            Op::Record => self.record(now_ms, cost),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ..
+            } => self
+                .state
+                .settle(&self.limit, now_ms, reserved_at_ms, reserved, cost),
+        }
     }
 
     /// Forgets every request: as new.

@@ -37,8 +37,9 @@ use crate::floating::FloatingState;
 use crate::keyed::from_callers_clock;
 use crate::limit::Limit;
 use crate::packed::{self, Packed, Packing};
+use crate::reservation::{Admission, Reservation};
 use crate::seeded_hash::SeededState;
-use crate::state::{peek_rolled, record_rolled, State};
+use crate::state::{peek_rolled, record_rolled, settle_rolled, State};
 
 /// One bucket per key, all under the same limit, shared by threads.
 ///
@@ -132,11 +133,27 @@ struct PaddedShard<K, S>(RwLock<Shard<K, S>>);
 
 /// What a request does to its bucket besides being decided.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Charge {
+pub(crate) enum Charge {
     /// Spend the cost if it fits ([`State::hit`]).
     Hit,
     /// Spend the cost whether it fits or not ([`State::record`]).
     Record,
+    /// Settle a reservation at the cost ([`State::settle`]).
+    Settle { reserved_at_ms: u64, reserved: u64 },
+}
+
+impl Charge {
+    /// The charge on a whole state, at the effective time `at_ms`.
+    fn apply<S: State>(self, state: &mut S, limit: &Limit, at_ms: u64, cost: u64) -> Decision {
+        match self {
+            Charge::Hit => state.hit(limit, at_ms, cost),
+            Charge::Record => state.record(limit, at_ms, cost),
+            Charge::Settle {
+                reserved_at_ms,
+                reserved,
+            } => state.settle(limit, at_ms, reserved_at_ms, reserved, cost),
+        }
+    }
 }
 
 impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
@@ -230,6 +247,37 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     /// Charges `cost` to `key` after the fact, even past the limit.
     pub fn record(&self, key: K, now_ms: u64, cost: u64) -> Decision {
         self.charge(key, now_ms, cost, Charge::Record)
+    }
+
+    /// Admits a request of `cost` for `key` at `now_ms` if it fits, holding the cost in a
+    /// [`Reservation`] until it is settled; see [`crate::reservation`]. However many threads
+    /// reserve for one key at once, the reserves admitted never pass the limit.
+    pub fn reserve(&self, key: K, now_ms: u64, cost: u64) -> Admission {
+        Admission::of(self.hit(key, now_ms, cost))
+    }
+
+    /// Settles `key`'s `reservation` at the request's final `cost`, exactly as the
+    /// sequential core would at this point in the key's decisions.
+    pub fn settle(&self, key: K, reservation: Reservation, now_ms: u64, cost: u64) -> Decision {
+        self.settle_parts(key, reservation.at_ms(), reservation.cost(), now_ms, cost)
+    }
+
+    /// [`settle`](ConcurrentKeyedLimiter::settle) of the reservation's parts, as
+    /// [`crate::Op::Settle`] carries them.
+    pub(crate) fn settle_parts(
+        &self,
+        key: K,
+        reserved_at_ms: u64,
+        reserved: u64,
+        now_ms: u64,
+        cost: u64,
+    ) -> Decision {
+        let charge = Charge::Settle {
+            reserved_at_ms,
+            reserved,
+        };
+        // The reservation's time was seen: a settle is never decided before it.
+        self.charge(key, now_ms.max(reserved_at_ms), cost, charge)
     }
 
     /// Forgets `key`'s requests.
@@ -363,6 +411,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
                                     start_ms,
                                     at_ms,
                                     cost,
+                                    charge,
                                 )
                             }
                         }
@@ -396,6 +445,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
                                     start_ms,
                                     at_ms,
                                     cost,
+                                    charge,
                                 )
                             }
                         }
@@ -404,19 +454,17 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             }
             _ => {
                 let state = buckets.wide.entry(key).or_default();
-                match charge {
-                    Charge::Hit => state.hit(&self.limit, at_ms, cost),
-                    Charge::Record => state.record(&self.limit, at_ms, cost),
-                }
+                charge.apply(state, &self.limit, at_ms, cost)
             }
         };
         drop(guard);
         told(decision, now_ms)
     }
 
-    /// Moves a packed key into the wide map and records `cost` there: the packed counters
-    /// cannot hold what the record brings. Only `record` gets here, since an allowed `hit`
-    /// keeps `current` at most N, which always fits.
+    /// Moves a packed key into the wide map and charges `cost` there: the packed counters
+    /// cannot hold what a record, or a settle charging more, brings. An allowed `hit` never
+    /// gets here, since it keeps `current` at most N, which always fits.
+    #[allow(clippy::too_many_arguments)]
     fn charge_widened(
         &self,
         wide: &mut HashMap<K, S, SeededState>,
@@ -425,16 +473,15 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         start_ms: u64,
         at_ms: u64,
         cost: u64,
+        charge: Charge,
     ) -> Decision {
         let floating = FloatingState::from_counters(
             bucket.previous,
             bucket.current,
             start_ms + bucket.latest_offset_ms,
         );
-        wide.entry(key)
-            .insert_entry(widened(floating))
-            .into_mut()
-            .record(&self.limit, at_ms, cost)
+        let state = wide.entry(key).insert_entry(widened(floating)).into_mut();
+        charge.apply(state, &self.limit, at_ms, cost)
     }
 
     /// Moves the shared clock to `now_ms` (never back), while the request's shard is
@@ -487,17 +534,19 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     }
 }
 
-/// Decides `hit` or `record` on a packed word by compare-and-swap, `elapsed_ms` into the
-/// shard's window (which starts at `start_ms`); `None` when a record would carry `current`
-/// past the packed counters, leaving the word as it was.
+/// Decides `hit`, `record` or `settle` on a packed word by compare-and-swap, `elapsed_ms`
+/// into the shard's window (which starts at `start_ms`); `None` when a record or a settle
+/// would carry a counter past the packed counters, leaving the word as it was.
 ///
 /// Each try decides at no earlier a time than the word's latest offset, and writes its own
 /// time there, so the word changes with every decision made at a later time, a denial's
 /// too. A try whose word went stale while it decided (another thread decided for the key,
 /// at a later time or spending) fails to swap and decides again from the new word: the
 /// key's decisions follow one another as in the sequential core, at nondecreasing times.
-/// Within a window the word only grows (offset and `current` never go down, `previous` is
-/// fixed), so a swap cannot succeed on a word that changed and changed back.
+/// A word may change and change back (a refund undoing a hit at the same offset), and a
+/// swap then succeeds on a word other threads have been through; that is harmless, as the
+/// word is the bucket's whole state: a decision made from it holds whenever it is the
+/// state, at any time no earlier than its offset.
 ///
 /// Only the word's own modification order matters here, so every access is relaxed; the
 /// shard's lock orders the word against the sweeps that roll it.
@@ -516,21 +565,40 @@ fn charge_packed(
         let bucket = packing.unpack(seen);
         let elapsed_ms = elapsed_ms.max(bucket.latest_offset_ms);
         let at_ms = start_ms + elapsed_ms;
-        let (decision, current) = match charge {
+        let (decision, previous, current) = match charge {
             // An allowed hit keeps `current` at most N, which the counters hold.
-            Charge::Hit => packed::hit(limit, bucket, elapsed_ms, at_ms, cost),
-            Charge::Record => {
+            Charge::Hit => {
+                let (decision, current) = packed::hit(limit, bucket, elapsed_ms, at_ms, cost);
+                (decision, bucket.previous, current)
+            }
+            Charge::Record | Charge::Settle { .. } => {
                 let mut state =
                     FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
-                let decision = record_rolled(&mut state, limit, elapsed_ms, cost);
-                let current = u64::try_from(state.counters().1)
-                    .ok()
-                    .filter(|&current| current <= packing.max_count())?;
-                (decision, current)
+                let decision = match charge {
+                    Charge::Settle {
+                        reserved_at_ms,
+                        reserved,
+                    } => settle_rolled(
+                        &mut state,
+                        limit,
+                        elapsed_ms,
+                        reserved_at_ms,
+                        reserved,
+                        cost,
+                    ),
+                    _ => record_rolled(&mut state, limit, elapsed_ms, cost),
+                };
+                let (previous, current) = state.counters();
+                let fits = |count: u128| {
+                    u64::try_from(count)
+                        .ok()
+                        .filter(|&count| count <= packing.max_count())
+                };
+                (decision, fits(previous)?, fits(current)?)
             }
         };
         let next = packing.pack(Packed {
-            previous: bucket.previous,
+            previous,
             current,
             latest_offset_ms: elapsed_ms,
         });

@@ -5,7 +5,7 @@
 //! milliseconds. It is here to be compared against, and for the APIs that really use it.
 
 use crate::limit::Limit;
-use crate::state::{Rolling, Usage};
+use crate::state::{Difference, Rolling, Usage};
 
 /// The tokens spent in the window of `latest_ms`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -51,5 +51,18 @@ impl Rolling for FixedState {
     /// every cost until the window ends, as any larger count would.
     fn spend(&mut self, cost: u64) {
         self.current = self.current.saturating_add(cost);
+    }
+
+    /// The reservation's tokens count only while its window lasts.
+    fn adjust(
+        &mut self,
+        _limit: &Limit,
+        elapsed_ms: u64,
+        reserved_at_ms: u64,
+        difference: Difference,
+    ) {
+        if reserved_at_ms >= self.latest_ms - elapsed_ms {
+            self.current = difference.applied_to_u64(self.current);
+        }
     }
 }

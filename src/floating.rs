@@ -15,7 +15,7 @@
 
 use crate::decision::Counters;
 use crate::limit::Limit;
-use crate::state::{saturate_ms, Rolling, Usage};
+use crate::state::{saturate_ms, Difference, Rolling, Usage};
 
 /// A floating window's counters, 40 bytes: see [`crate::KeyedLimiter`] for what a key costs.
 ///
@@ -132,6 +132,23 @@ impl Rolling for FloatingState {
     fn spend(&mut self, cost: u64) {
         // Saturating only after 2^64 charges of u64::MAX: past any reachable use.
         self.current = self.current.saturating_add(u128::from(cost));
+    }
+
+    /// The reservation's tokens are in `current` while its window lasts and in `previous`
+    /// through the next; after that they no longer count.
+    fn adjust(
+        &mut self,
+        limit: &Limit,
+        elapsed_ms: u64,
+        reserved_at_ms: u64,
+        difference: Difference,
+    ) {
+        let start_ms = self.latest_ms - elapsed_ms;
+        if reserved_at_ms >= start_ms {
+            self.current = difference.applied_to(self.current);
+        } else if start_ms - reserved_at_ms <= limit.window_ms() {
+            self.previous = difference.applied_to(self.previous);
+        }
     }
 }
 

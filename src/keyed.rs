@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use crate::decision::{Decision, Outcome};
 use crate::floating::FloatingState;
 use crate::limit::Limit;
+use crate::reservation::{Admission, Reservation};
 use crate::state::State;
 
 /// One bucket per key, all under the same limit.
@@ -85,6 +86,37 @@ impl<K: Hash + Eq, S: State + Default> KeyedLimiter<K, S> {
             .entry(key)
             .or_default()
             .record(&self.limit, at_ms, cost)
+    }
+
+    /// Admits a request of `cost` for `key` at `now_ms` if it fits, holding the cost in a
+    /// [`Reservation`] until it is settled; see [`crate::reservation`].
+    pub fn reserve(&mut self, key: K, now_ms: u64, cost: u64) -> Admission {
+        Admission::of(self.hit(key, now_ms, cost))
+    }
+
+    /// Settles `key`'s `reservation` at the request's final `cost`.
+    pub fn settle(&mut self, key: K, reservation: Reservation, now_ms: u64, cost: u64) -> Decision {
+        self.settle_parts(key, reservation.at_ms(), reservation.cost(), now_ms, cost)
+    }
+
+    /// [`settle`](KeyedLimiter::settle) of the reservation's parts, as [`crate::Op::Settle`]
+    /// carries them.
+    pub(crate) fn settle_parts(
+        &mut self,
+        key: K,
+        reserved_at_ms: u64,
+        reserved: u64,
+        now_ms: u64,
+        cost: u64,
+    ) -> Decision {
+        let at_ms = self.advance(now_ms);
+        self.buckets.entry(key).or_default().settle(
+            &self.limit,
+            at_ms,
+            reserved_at_ms,
+            reserved,
+            cost,
+        )
     }
 
     /// Forgets `key`'s requests.

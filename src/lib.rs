@@ -50,6 +50,9 @@
 //!
 //! - One bucket: [`FloatingWindow`], [`SlidingLog`], [`FixedWindow`], [`TokenBucket`],
 //!   each with `hit`, `peek` (look without spending) and `record` (charge after the fact).
+//! - A cost known only from the response: `reserve` before the work, `settle` after it
+//!   ([`reservation`]), and the whole flow of a server that charges by status, the one the
+//!   tower layer and the docs widget run: [`flow`].
 //! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
 //! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`]; shared
 //!   by a server's threads through `&self`: [`ConcurrentKeyedLimiter`].
@@ -83,11 +86,13 @@ mod errors;
 pub mod esi;
 mod fixed;
 mod floating;
+pub mod flow;
 #[cfg(feature = "std")]
 mod keyed;
 mod limit;
 #[cfg(feature = "std")]
 mod packed;
+pub mod reservation;
 #[cfg(feature = "std")]
 mod seeded_hash;
 mod sliding_log;
@@ -107,6 +112,7 @@ pub use errors::{AlgorithmError, LimitError, StatusError};
 #[cfg(feature = "std")]
 pub use keyed::{GroupedLimiter, KeyedLimiter};
 pub use limit::Limit;
+pub use reservation::{Admission, Reservation};
 pub use store::{Op, Store};
 pub use tokens::Tokens;
 

@@ -9,7 +9,7 @@ use alloc::collections::VecDeque;
 
 use crate::decision::{Decision, Outcome};
 use crate::limit::Limit;
-use crate::state::{decision, judge, saturate_ms, State, Usage};
+use crate::state::{decision, judge, saturate_ms, Difference, State, Usage};
 
 /// One millisecond's spending: requests logged in the same millisecond share an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,18 +62,41 @@ impl SlidingLogState {
         }
     }
 
+    /// Logs `cost` at `at_ms`: the latest time, for a hit or a record, or a reservation's
+    /// earlier time, for a settle that charges it more. Kept in time order and merged into
+    /// that millisecond's last entry unless the sum would overflow it; two entries for one
+    /// millisecond come back together, so the walk in `wait_ms` still holds.
     fn spend(&mut self, at_ms: u64, cost: u64) {
         if cost == 0 {
             return;
         }
         self.total = self.total.saturating_add(u128::from(cost));
-        // Merge into the millisecond's entry unless that would overflow it; two entries
-        // for one millisecond come back together, so the walk in `wait_ms` still holds.
-        match self.entries.back_mut() {
+        let after = self.entries.partition_point(|entry| entry.at_ms <= at_ms);
+        match after
+            .checked_sub(1)
+            .and_then(|last| self.entries.get_mut(last))
+        {
             Some(last) if last.at_ms == at_ms && last.cost.checked_add(cost).is_some() => {
                 last.cost += cost;
             }
-            _ => self.entries.push_back(Entry { at_ms, cost }),
+            _ => self.entries.insert(after, Entry { at_ms, cost }),
+        }
+    }
+
+    /// Takes up to `cost` back from the entries logged at `at_ms`, dropping those it
+    /// empties: a settle refunding a reservation.
+    fn take_back(&mut self, at_ms: u64, mut cost: u64) {
+        let mut index = self.entries.partition_point(|entry| entry.at_ms <= at_ms);
+        while cost > 0 && index > 0 && self.entries[index - 1].at_ms == at_ms {
+            index -= 1;
+            let entry = &mut self.entries[index];
+            let taken = entry.cost.min(cost);
+            entry.cost -= taken;
+            cost -= taken;
+            self.total -= u128::from(taken);
+            if entry.cost == 0 {
+                self.entries.remove(index);
+            }
         }
     }
 
@@ -137,6 +160,34 @@ impl State for SlidingLogState {
         self.latest_ms = at_ms;
         self.forget_expired(limit, at_ms);
         self.spend(at_ms, cost);
+        decision(
+            limit,
+            at_ms,
+            cost,
+            Outcome::Allowed,
+            usage(limit, self.total),
+        )
+    }
+
+    /// The reservation's entry takes the final cost while it is still inside the window.
+    fn settle(
+        &mut self,
+        limit: &Limit,
+        now_ms: u64,
+        reserved_at_ms: u64,
+        reserved: u64,
+        cost: u64,
+    ) -> Decision {
+        let at_ms = now_ms.max(self.latest_ms).max(reserved_at_ms);
+        self.latest_ms = at_ms;
+        self.forget_expired(limit, at_ms);
+        if !expired(limit, reserved_at_ms, at_ms) {
+            match Difference::between(reserved, cost) {
+                Some(Difference::More(tokens)) => self.spend(reserved_at_ms, tokens),
+                Some(Difference::Less(tokens)) => self.take_back(reserved_at_ms, tokens),
+                None => {}
+            }
+        }
         decision(
             limit,
             at_ms,

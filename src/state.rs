@@ -33,6 +33,20 @@ pub trait State {
     /// The decision's outcome is always [`Outcome::Allowed`].
     fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision;
 
+    /// Settles a reservation of `reserved` tokens made at `reserved_at_ms` (an allowed
+    /// `hit`) at its final `cost`: the difference is charged, or refunded, as
+    /// [`crate::reservation`] defines for each algorithm. Decided at `max(now_ms, latest,
+    /// reserved_at_ms)`. The decision's outcome is always [`Outcome::Allowed`], its cost the
+    /// final cost.
+    fn settle(
+        &mut self,
+        limit: &Limit,
+        now_ms: u64,
+        reserved_at_ms: u64,
+        reserved: u64,
+        cost: u64,
+    ) -> Decision;
+
     /// True when at `now_ms` nothing this state holds still counts, so dropping it and
     /// starting afresh would change no later decision.
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool;
@@ -138,6 +152,16 @@ pub(crate) trait Rolling: Copy + Default {
     fn wait_ms(&self, limit: &Limit, position: Self::Position, cost: u64) -> u64;
     /// Adds `cost` to the tokens in use; the position stays the same.
     fn spend(&mut self, cost: u64);
+    /// Settles, at the state's position, a reservation made at `reserved_at_ms` (no later
+    /// than the state's latest time): `difference` more tokens (or fewer) where the
+    /// reservation's tokens still count, and nothing once they no longer do.
+    fn adjust(
+        &mut self,
+        limit: &Limit,
+        position: Self::Position,
+        reserved_at_ms: u64,
+        difference: Difference,
+    );
 
     /// Applies the shared rule to a state already rolled to its latest time, at `position`:
     /// the usage before the request, and the outcome for a caller at `now_ms`.
@@ -214,6 +238,59 @@ pub(crate) fn record_rolled<T: Rolling>(
     decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
 }
 
+/// What a settle changes: the final cost minus the reserve, as a sign and a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Difference {
+    /// The request cost more than it reserved: this many tokens more.
+    More(u64),
+    /// It cost less: this many tokens come back.
+    Less(u64),
+}
+
+impl Difference {
+    /// `cost − reserved`; `None` when they are equal.
+    pub(crate) fn between(reserved: u64, cost: u64) -> Option<Difference> {
+        match cost.cmp(&reserved) {
+            core::cmp::Ordering::Greater => Some(Difference::More(cost - reserved)),
+            core::cmp::Ordering::Less => Some(Difference::Less(reserved - cost)),
+            core::cmp::Ordering::Equal => None,
+        }
+    }
+
+    /// `counter` changed by the difference: more saturates, less stops at 0.
+    pub(crate) fn applied_to(self, counter: u128) -> u128 {
+        match self {
+            Difference::More(tokens) => counter.saturating_add(u128::from(tokens)),
+            Difference::Less(tokens) => counter.saturating_sub(u128::from(tokens)),
+        }
+    }
+
+    /// [`applied_to`](Difference::applied_to) for a `u64` counter.
+    pub(crate) fn applied_to_u64(self, counter: u64) -> u64 {
+        match self {
+            Difference::More(tokens) => counter.saturating_add(tokens),
+            Difference::Less(tokens) => counter.saturating_sub(tokens),
+        }
+    }
+}
+
+/// [`State::settle`] on a state already rolled to its latest time, at `position`.
+#[inline]
+pub(crate) fn settle_rolled<T: Rolling>(
+    state: &mut T,
+    limit: &Limit,
+    position: T::Position,
+    reserved_at_ms: u64,
+    reserved: u64,
+    cost: u64,
+) -> Decision {
+    if let Some(difference) = Difference::between(reserved, cost) {
+        state.adjust(limit, position, reserved_at_ms, difference);
+    }
+    let usage = state.usage(limit, position);
+    decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
+}
+
 impl<T: Rolling> State for T {
     #[inline]
     fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
@@ -231,6 +308,22 @@ impl<T: Rolling> State for T {
     fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
         let (mut state, position) = self.rolled_for(limit, now_ms);
         let decision = record_rolled(&mut state, limit, position, cost);
+        *self = state;
+        decision
+    }
+
+    fn settle(
+        &mut self,
+        limit: &Limit,
+        now_ms: u64,
+        reserved_at_ms: u64,
+        reserved: u64,
+        cost: u64,
+    ) -> Decision {
+        // The reservation's own time was seen, even by a state made since (a keyed
+        // limiter's that dropped the bucket while the request was in flight).
+        let (mut state, position) = self.rolled_for(limit, now_ms.max(reserved_at_ms));
+        let decision = settle_rolled(&mut state, limit, position, reserved_at_ms, reserved, cost);
         *self = state;
         decision
     }

@@ -49,6 +49,7 @@ use core::hash::Hash;
 
 use crate::decision::Decision;
 use crate::limit::Limit;
+use crate::reservation::{next_ticket, Admission, Reservation};
 #[cfg(feature = "std")]
 use crate::state::State;
 
@@ -62,6 +63,23 @@ pub enum Op {
     /// Charge the cost after the fact, whether it fits or not
     /// ([`State::record`](crate::state::State::record)): for costs known from the response.
     Record,
+    /// Decide and spend as [`Op::Hit`] does, for a request that will settle its final cost
+    /// later ([`Store::reserve`]). A store across a network keeps `ticket` until the
+    /// settle, so that a settle sent twice applies once; in-process stores ignore it.
+    Reserve {
+        /// The reservation's [`ticket`](crate::Reservation::ticket).
+        ticket: u64,
+    },
+    /// Settle, at the decision's cost, a reservation of `reserved` tokens made at
+    /// `reserved_at_ms` ([`Store::settle`], [`State::settle`](crate::state::State::settle)).
+    Settle {
+        /// When the reservation was made: its decision's `at_ms`.
+        reserved_at_ms: u64,
+        /// What it holds.
+        reserved: u64,
+        /// Its [`ticket`](crate::Reservation::ticket).
+        ticket: u64,
+    },
 }
 
 /// One bucket per key under one limit, wherever the buckets are kept.
@@ -79,6 +97,38 @@ pub trait Store<K: ?Sized> {
 
     /// Applies `op` with `cost` tokens to `key`'s bucket at `now_ms`.
     fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Self::Error>;
+
+    /// Admits a request of `cost` tokens for `key` if it fits, spending the cost and
+    /// holding it until [`settle`](Store::settle); refuses it, spending nothing, if not.
+    /// See [`crate::reservation`].
+    fn reserve(&mut self, key: &K, now_ms: u64, cost: u64) -> Result<Admission, Self::Error> {
+        let ticket = next_ticket();
+        let decision = self.decide(key, Op::Reserve { ticket }, now_ms, cost)?;
+        Ok(match decision.is_allowed() {
+            true => Admission::Admitted {
+                reservation: Reservation::from_parts(decision.at_ms, decision.cost, ticket),
+                decision,
+            },
+            false => Admission::Refused(decision),
+        })
+    }
+
+    /// Settles `key`'s `reservation` at the request's final `cost`: the difference is
+    /// charged or refunded, once, however often a store across the network has to send it.
+    fn settle(
+        &mut self,
+        key: &K,
+        reservation: Reservation,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, Self::Error> {
+        let op = Op::Settle {
+            reserved_at_ms: reservation.at_ms(),
+            reserved: reservation.cost(),
+            ticket: reservation.ticket(),
+        };
+        self.decide(key, op, now_ms, cost)
+    }
 }
 
 #[cfg(feature = "std")]
@@ -91,9 +141,14 @@ impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for crate::KeyedLimiter<
 
     fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
         Ok(match op {
-            Op::Hit => self.hit(key.clone(), now_ms, cost),
+            Op::Hit | Op::Reserve { .. } => self.hit(key.clone(), now_ms, cost),
             Op::Peek => self.peek(key, now_ms, cost),
             Op::Record => self.record(key.clone(), now_ms, cost),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ..
+            } => self.settle_parts(key.clone(), reserved_at_ms, reserved, now_ms, cost),
         })
     }
 }
@@ -110,9 +165,14 @@ impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
 
     fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
         Ok(match op {
-            Op::Hit => self.hit(key.clone(), now_ms, cost),
+            Op::Hit | Op::Reserve { .. } => self.hit(key.clone(), now_ms, cost),
             Op::Peek => self.peek(key, now_ms, cost),
             Op::Record => self.record(key.clone(), now_ms, cost),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ..
+            } => self.settle_parts(key.clone(), reserved_at_ms, reserved, now_ms, cost),
         })
     }
 }

@@ -7,7 +7,7 @@
 //! N/W tokens, so no fraction of a token is ever lost. The bucket starts full.
 
 use crate::limit::Limit;
-use crate::state::{saturate_ms, Rolling, Usage};
+use crate::state::{saturate_ms, Difference, Rolling, Usage};
 
 /// The tokens taken out of the bucket as of `latest_ms`: `owed + fraction / W`.
 ///
@@ -85,6 +85,22 @@ impl Rolling for TokenBucketState {
 
     fn spend(&mut self, cost: u64) {
         self.owed = self.owed.saturating_add(u128::from(cost));
+    }
+
+    /// At the settle's time, for `W` after the reservation: more is taken out as `spend`
+    /// takes it; a refund comes back but never past full, where `owed` and `fraction` are 0.
+    fn adjust(&mut self, limit: &Limit, _: (), reserved_at_ms: u64, difference: Difference) {
+        if self.latest_ms - reserved_at_ms >= limit.window_ms() {
+            return;
+        }
+        match difference {
+            Difference::More(tokens) => self.spend(tokens),
+            Difference::Less(tokens) => match self.owed.checked_sub(u128::from(tokens)) {
+                Some(owed) => self.owed = owed,
+                // Fewer whole tokens are out than come back: the bucket is full.
+                None => (self.owed, self.fraction) = (0, 0),
+            },
+        }
     }
 }
 

@@ -246,8 +246,13 @@ impl RedisLimiter {
         // past 2^53; a record charges what it is given, and the script refuses what would
         // leave the exact range.
         let script_cost = match op {
-            Op::Hit | Op::Peek => cost.min(tokens + 1),
+            Op::Hit | Op::Peek | Op::Reserve { .. } => cost.min(tokens + 1),
             Op::Record => cost,
+            Op::Settle { .. } => {
+                return Err(RedisError::BadReply {
+                    reply: "settle is not run on Redis yet".to_string(),
+                })
+            }
         };
         let mut invocation = self.script.key(self.redis_keys(key));
         invocation
@@ -257,7 +262,7 @@ impl RedisLimiter {
             .arg(script_cost)
             .arg(EXPIRY_GRACE_MS)
             .arg(match op {
-                Op::Hit => "hit",
+                Op::Hit | Op::Reserve { .. } | Op::Settle { .. } => "hit",
                 Op::Peek => "peek",
                 Op::Record => "record",
             })

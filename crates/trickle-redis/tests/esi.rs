@@ -63,11 +63,7 @@ fn esi_responses_charged_after_answering_match_the_core() {
                     .decide(&mut conn, &key, op, now, cost)
                     .expect("redis decides")
             };
-            let mut in_core = |op, now, cost| match op {
-                Op::Hit => core.hit(now, cost),
-                Op::Peek => core.peek(now, cost),
-                Op::Record => core.record(now, cost),
-            };
+            let mut in_core = |op, now, cost| core.decide(op, now, cost);
             let (mut answered, mut refused, mut over) = (0, 0, 0);
             let scaled = u128::from(limit.tokens()) * u128::from(limit.window_ms());
             let times = times(limit.window_ms());

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::{ready, Future};
 
 use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
-use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op};
+use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, Reservation};
 
 /// A store of buckets, one per (group, key), each group with its own limit: what the
 /// layer asks before the handler ([`Op::Peek`]) and charges after it ([`Op::Record`]).
@@ -130,9 +130,15 @@ impl InProcess {
         })?;
         let key = key.to_string();
         Ok(with_limiter!(keyed, limiter => match op {
-            Op::Hit => limiter.hit(key, now_ms, cost),
+            Op::Hit | Op::Reserve { .. } => limiter.hit(key, now_ms, cost),
             Op::Peek => limiter.peek(&key, now_ms, cost),
             Op::Record => limiter.record(key, now_ms, cost),
+            Op::Settle { reserved_at_ms, reserved, ticket } => limiter.settle(
+                key,
+                Reservation::from_parts(reserved_at_ms, reserved, ticket),
+                now_ms,
+                cost,
+            ),
         }))
     }
 }
