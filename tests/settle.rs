@@ -559,7 +559,10 @@ fn a_dropped_reservation_keeps_its_reserve() {
         let mut hitting = Limiter::with_algorithm(algorithm, limit);
         for now in [0, 10, 20] {
             // Admitted, and never settled: the request's future was dropped.
-            assert!(reserving.reserve(now, 1).is_admitted(), "{algorithm} at {now}");
+            assert!(
+                reserving.reserve(now, 1).is_admitted(),
+                "{algorithm} at {now}"
+            );
             hitting.hit(now, 1);
         }
         assert_eq!(reserving.peek(30, 1), hitting.peek(30, 1), "{algorithm}");
