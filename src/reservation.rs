@@ -71,9 +71,13 @@ impl Reservation {
         }
     }
 
-    /// The reservation of an admitted `decision`, under a fresh ticket.
-    pub(crate) fn of(decision: &Decision) -> Reservation {
-        Reservation::from_parts(decision.at_ms, decision.cost, next_ticket())
+    /// A ticket no other reservation of this process has: a counter mixed with a random
+    /// word drawn once per process, so that two processes sharing one Redis almost never
+    /// draw the same one (two in 2^64 per pair). For an async store that decides
+    /// [`Op::Reserve`](crate::Op::Reserve) itself; [`Store::reserve`](crate::Store::reserve)
+    /// draws one for you.
+    pub fn new_ticket() -> u64 {
+        next_ticket()
     }
 
     /// When the tokens were taken: the reservation's decision's time.
@@ -109,16 +113,22 @@ pub enum Admission {
 }
 
 impl Admission {
-    /// The admission a reserve's decision (a `hit`'s) means.
-    pub(crate) fn of(decision: Decision) -> Admission {
+    /// What the decision of a reserve made under `ticket` ([`Op::Reserve`](crate::Op::Reserve))
+    /// means: admitted, holding its cost from its time, when allowed; refused otherwise.
+    pub fn new(decision: Decision, ticket: u64) -> Admission {
         if decision.is_allowed() {
             Admission::Admitted {
-                reservation: Reservation::of(&decision),
+                reservation: Reservation::from_parts(decision.at_ms, decision.cost, ticket),
                 decision,
             }
         } else {
             Admission::Refused(decision)
         }
+    }
+
+    /// The admission a reserve's decision (a `hit`'s) means, under a fresh ticket.
+    pub(crate) fn of(decision: Decision) -> Admission {
+        Admission::new(decision, next_ticket())
     }
 
     /// The reserve's decision, admitted or not.
@@ -134,9 +144,7 @@ impl Admission {
     }
 }
 
-/// A ticket no other reservation of this process has: a counter, and under `std` mixed
-/// with a random word drawn once per process, so that two processes sharing one Redis
-/// almost never draw the same one (two in 2^64 per pair).
+/// See [`Reservation::new_ticket`]; without `std`, the counter alone.
 pub(crate) fn next_ticket() -> u64 {
     use core::sync::atomic::{AtomicU64, Ordering};
     static COUNT: AtomicU64 = AtomicU64::new(0);

@@ -49,7 +49,7 @@ use core::hash::Hash;
 
 use crate::decision::Decision;
 use crate::limit::Limit;
-use crate::reservation::{next_ticket, Admission, Reservation};
+use crate::reservation::{Admission, Reservation};
 #[cfg(feature = "std")]
 use crate::state::State;
 
@@ -82,6 +82,17 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The settle of `reservation`, whose final cost is the decision's `cost`.
+    pub fn settle(reservation: &Reservation) -> Op {
+        Op::Settle {
+            reserved_at_ms: reservation.at_ms(),
+            reserved: reservation.cost(),
+            ticket: reservation.ticket(),
+        }
+    }
+}
+
 /// One bucket per key under one limit, wherever the buckets are kept.
 ///
 /// `decide` is one indivisible step on `key`'s bucket: no other decision for that key
@@ -102,15 +113,9 @@ pub trait Store<K: ?Sized> {
     /// holding it until [`settle`](Store::settle); refuses it, spending nothing, if not.
     /// See [`crate::reservation`].
     fn reserve(&mut self, key: &K, now_ms: u64, cost: u64) -> Result<Admission, Self::Error> {
-        let ticket = next_ticket();
+        let ticket = Reservation::new_ticket();
         let decision = self.decide(key, Op::Reserve { ticket }, now_ms, cost)?;
-        Ok(match decision.is_allowed() {
-            true => Admission::Admitted {
-                reservation: Reservation::from_parts(decision.at_ms, decision.cost, ticket),
-                decision,
-            },
-            false => Admission::Refused(decision),
-        })
+        Ok(Admission::new(decision, ticket))
     }
 
     /// Settles `key`'s `reservation` at the request's final `cost`: the difference is
@@ -122,12 +127,7 @@ pub trait Store<K: ?Sized> {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, Self::Error> {
-        let op = Op::Settle {
-            reserved_at_ms: reservation.at_ms(),
-            reserved: reservation.cost(),
-            ticket: reservation.ticket(),
-        };
-        self.decide(key, op, now_ms, cost)
+        self.decide(key, Op::settle(&reservation), now_ms, cost)
     }
 }
 

@@ -37,18 +37,21 @@
 //!
 //! [tower]: https://docs.rs/tower
 
+mod answers;
 mod backend;
 mod layer;
 #[cfg(feature = "redis")]
 mod redis;
+mod service;
 
-pub use backend::{Backend, InProcess, UnknownGroup};
-pub use layer::{
-    system_ms, Body, OnFailure, RateLimit, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP,
-    X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
+pub use answers::{
+    Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
 };
+pub use backend::{Backend, InProcess, UnknownGroup};
+pub use layer::{system_ms, OnFailure, RateLimitLayer, Rejection, Subject};
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};
+pub use service::RateLimit;
 
 // The docs site's chapter on the layer: its examples compile against this crate.
 #[doc = include_str!("../../../docs/src/server.md")]

@@ -92,7 +92,7 @@ fn a_cost_table_of_the_users_own_prices_the_responses() {
         runtime(),
         backend(Algorithm::Floating, "10/1h"),
         0,
-        |layer| layer.costs(costs).peek_cost(3),
+        |layer| layer.costs(costs).reserve(3),
     );
     let answer = server.get("/status/404", Some("a"), None);
     assert_eq!(
@@ -111,7 +111,7 @@ fn a_cost_table_of_the_users_own_prices_the_responses() {
             Some(remaining)
         );
     }
-    // 3 tokens left: the peek of 3 fits; then 2 left and it does not.
+    // 3 tokens left: the reserve of 3 fits and settles at 1; then 2 left and it does not.
     assert_eq!(server.get("/status/200", Some("a"), None).status, 200);
     assert_eq!(server.get("/status/200", Some("a"), None).status, 429);
 }

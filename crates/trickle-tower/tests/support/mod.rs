@@ -11,7 +11,8 @@ use axum::extract::{Path, State};
 use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use trickle::{esi, Limiter};
+use trickle::flow::{self, Pricing};
+use trickle::{esi, Admission, Limiter};
 use trickle_tower::{Backend, RateLimitLayer, Rejection, Subject};
 
 /// The server; dropping it shuts the runtime down, and the server with it.
@@ -157,8 +158,8 @@ impl Server {
     }
 }
 
-/// Checks `answer` against what the core decides for the same request with ESI's flow: a
-/// peek of 1 on `model` at `now_ms`, then, if it fits, a record of what `status` costs.
+/// Checks `answer` against what the core decides for the same request with ESI's flow on
+/// `model` at `now_ms`: reserve 1, then, if admitted, settle at what `status` costs.
 /// Returns whether the model let the request in.
 pub fn assert_as_core(
     answer: &Answer,
@@ -167,14 +168,15 @@ pub fn assert_as_core(
     status: u16,
     context: &str,
 ) -> bool {
-    let check = model.peek(now_ms, 1);
-    let admitted = check.is_allowed();
-    let (expected_status, headers) = if admitted {
-        let cost = esi::cost_for_status(status).expect("an HTTP status");
-        (status, esi::headers(&model.record(now_ms, cost)))
-    } else {
-        (429, esi::headers(&check))
+    let esi = Pricing::esi();
+    let (admitted, expected_status, decision) = match model.reserve(now_ms, esi.reserve_cost()) {
+        Admission::Admitted { reservation, .. } => {
+            let (cost, _) = esi.charge(flow::Answer::Status(status));
+            (true, status, model.settle(reservation, now_ms, cost))
+        }
+        Admission::Refused(refusal) => (false, 429, refusal),
     };
+    let headers = esi::headers(&decision);
     let header = |name: &str| {
         headers
             .iter()
