@@ -3,14 +3,16 @@
 //! ESI sends. The "server" here is a loop over a few requests, so the example runs as is:
 //! `cargo run --example enforce`.
 //!
-//! The flow, for each request:
-//! 1. before doing any work, `peek` whether one more token fits; if not, answer 429 with
+//! The flow, for each request (`trickle::flow`, the one the tower layer runs):
+//! 1. before doing any work, `reserve` one token; if it does not fit, answer 429 with
 //!    `Retry-After` and charge nothing (ESI's 429 costs 0);
-//! 2. otherwise handle the request, then `record` what its status costs (2XX 2, 3XX 1,
-//!    4XX 5, 5XX 0), which may push the bucket past the limit: later requests then wait.
+//! 2. otherwise handle the request, then `settle` the reservation at what its status costs
+//!    (2XX 2, 3XX 1, 4XX 5, 5XX 0), which may push the bucket past the limit: later
+//!    requests then wait.
 
-use trickle::esi::{cost_for_status, headers};
-use trickle::{Decision, GroupedLimiter};
+use trickle::esi::headers;
+use trickle::flow::{Answer, Pricing};
+use trickle::{Admission, Decision, GroupedLimiter};
 
 /// (application, character): the key ESI limits within a route group.
 type Key = (u32, u64);
@@ -31,21 +33,27 @@ fn main() {
         (9_000, "fitting", 200),
     ];
 
+    let esi = Pricing::esi();
     for (now_ms, group, status) in requests {
-        let Some(check) = limits.peek(&group, &me, now_ms, 1) else {
+        let Some(admission) = limits.reserve(&group, me, now_ms, esi.reserve_cost()) else {
             println!("{now_ms:>5} ms {group:<8} 404: no such route group");
             continue;
         };
-        if !check.is_allowed() {
-            show(now_ms, group, 429, &check);
-            continue;
-        }
+        let reservation = match admission {
+            Admission::Admitted { reservation, .. } => reservation,
+            Admission::Refused(refusal) => {
+                show(now_ms, group, 429, &refusal);
+                continue;
+            }
+        };
         // ... the handler runs here and answers `status` ...
-        let cost = cost_for_status(status).expect("the handler answers with an HTTP status");
-        let charged = limits
-            .record(&group, me, now_ms, cost)
+        let cost = esi
+            .cost(Answer::Status(status))
+            .expect("ESI's table prices every status the handler answers");
+        let settled = limits
+            .settle(&group, me, reservation, now_ms, cost)
             .expect("the group was found above");
-        show(now_ms, group, status, &charged);
+        show(now_ms, group, status, &settled);
     }
 }
 

@@ -236,6 +236,29 @@ impl<G: Hash + Eq, K: Hash + Eq, S: State + Default> GroupedLimiter<G, K, S> {
     pub fn record(&mut self, group: &G, key: K, now_ms: u64, cost: u64) -> Option<Decision> {
         Some(self.groups.get_mut(group)?.record(key, now_ms, cost))
     }
+
+    /// Admits a request of `cost` for `key` in `group` if it fits, holding the cost until
+    /// it is settled; `None` when the group is unknown.
+    pub fn reserve(&mut self, group: &G, key: K, now_ms: u64, cost: u64) -> Option<Admission> {
+        Some(self.groups.get_mut(group)?.reserve(key, now_ms, cost))
+    }
+
+    /// Settles `key`'s `reservation` in `group` at the request's final `cost`; `None` when
+    /// the group is unknown (the reservation is then dropped, and keeps its reserve).
+    pub fn settle(
+        &mut self,
+        group: &G,
+        key: K,
+        reservation: Reservation,
+        now_ms: u64,
+        cost: u64,
+    ) -> Option<Decision> {
+        Some(
+            self.groups
+                .get_mut(group)?
+                .settle(key, reservation, now_ms, cost),
+        )
+    }
 }
 
 impl<G: Hash + Eq, K: Hash + Eq, S: State + Default> Default for GroupedLimiter<G, K, S> {
