@@ -349,3 +349,69 @@ pub fn counts(reply: &Reply) -> Counts {
         number("x-ratelimit-used"),
     )
 }
+
+/// Real parallel clients: one GET per path, sent to `urls` in turn, each on a connection
+/// of its own opened beforehand by a thread of its own, all released at once by a barrier,
+/// so that every request is in flight while the others are decided. Plain HTTP/1.1 over a
+/// `TcpStream`, as the burst is what is measured, not a client library's pooling.
+pub fn burst(urls: &[&str], paths: &[String], headers: &[(&str, &str)]) -> Vec<Counts> {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::sync::Barrier;
+
+    let barrier = Arc::new(Barrier::new(paths.len()));
+    let threads: Vec<_> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let host = urls[i % urls.len()]
+                .strip_prefix("http://")
+                .expect("an http:// URL")
+                .to_string();
+            let mut request =
+                format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+            for (name, value) in headers {
+                request.push_str(&format!("{name}: {value}\r\n"));
+            }
+            request.push_str("\r\n");
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                let mut stream = TcpStream::connect(&host).expect("connect to the server");
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(20)))
+                    .expect("a read timeout");
+                barrier.wait();
+                stream
+                    .write_all(request.as_bytes())
+                    .expect("send the request");
+                let mut answer = String::new();
+                stream.read_to_string(&mut answer).expect("read the answer");
+                answer
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|thread| {
+            let answer = thread.join().expect("a client thread finishes");
+            let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+            let status = head
+                .split(' ')
+                .nth(1)
+                .and_then(|code| code.parse().ok())
+                .unwrap_or_else(|| panic!("no status line in {answer:?}"));
+            let number = |wanted: &str| {
+                head.split("\r\n").find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case(wanted)
+                        .then(|| value.trim().parse::<u64>().expect("a whole number"))
+                })
+            };
+            (
+                status,
+                number("x-ratelimit-remaining"),
+                number("x-ratelimit-used"),
+            )
+        })
+        .collect()
+}
