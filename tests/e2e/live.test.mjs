@@ -257,11 +257,15 @@ describe("against a server with the widget's limit", () => {
     const missing = await press(page, widget, 404);
     assert.deepEqual(missing.mismatches, []);
     assert.deepEqual([missing.server.status, missing.server.remaining, missing.server.used], [404, 0, 5]);
-    assert.deepEqual([missing.status, missing.reserved, missing.cost, missing.used], [404, 1, 5, 7]);
+    assert.deepEqual([missing.status, missing.reserved, missing.cost], [404, 1, 5]);
+    // 7 in use, or a little less when the presses straddle a window boundary of the real
+    // clock and part of the first slides out: past the limit either way.
+    assert.ok(missing.used > 6 && missing.used <= 7, `used ${missing.used} is past the limit`);
     const denied = await press(page, widget, 200);
     assert.deepEqual(denied.mismatches, []);
     assert.deepEqual([denied.server.status, denied.status], [429, 429]);
-    assert.deepEqual([denied.reserved, denied.cost, denied.used], [0, 0, 7], "the 429 reserves and costs nothing");
+    assert.deepEqual([denied.reserved, denied.cost], [0, 0], "the 429 reserves and costs nothing");
+    assert.ok(denied.used <= missing.used, "and spent nothing");
 
     const before = await page.locator(`${widget} [part~="endpoint"] code`).nth(1).textContent();
     await page.locator(`${widget} [part~="reset"]`).click();
