@@ -281,18 +281,47 @@ describe("compare mode", () => {
       element.costs = "esi";
     });
     assert.equal(await page.locator('rate-limit-demo [part~="hit"]').count(), 4);
-    // Each checks that one token fits, then charges by status: 404 → 5, 200 → 2 (used 7,
-    // over the limit), then no room for one token: a free 429, whatever the server answers.
+    // Each reserves one token, then settles by status: 404 → 5, 200 → 2 (used 7, over the
+    // limit), then no room for the reserve: a 429 that reserves and costs nothing, whatever
+    // the server would have answered.
+    const announced = () => partText(page, "rate-limit-demo", "answer");
     const notFound = await press(page, 1, 404);
+    assert.match(await announced(), /All agree\. Reserved 1 token, charged 5 after answering\.$/);
     const ok = await press(page, 1, 200);
+    assert.match(await announced(), /All agree\. Reserved 1 token, charged 2 after answering\.$/);
     const refused = await press(page, 1, 500);
+    assert.match(await announced(), /All agree\.$/, "nothing reserved, nothing charged");
     for (const name of names(notFound)) {
       const row = [notFound, ok, refused].map((detail) => {
-        const { status, cost, used } = byName(detail)[name];
-        return [status, cost, used];
+        const { status, reserved, cost, used } = byName(detail)[name];
+        return [status, reserved, cost, used];
       });
-      assert.deepEqual(row, [[404, 5, 5], [200, 2, 7], [429, 0, 7]], name);
+      assert.deepEqual(row, [[404, 1, 5, 5], [200, 1, 2, 7], [429, 0, 0, 7]], name);
     }
+    assert.deepEqual([refused.reserved, refused.cost], [0, 0], "the detail's fields are the first row's");
+    assert.deepEqual(problems, []);
+  });
+
+  it("with costs, says what was reserved and charged where the request was let in", async () => {
+    const { page, problems } = await openWith(
+      `<rate-limit-demo compare algorithms="fixed sliding-log" limit="2/1s" costs="esi"></rate-limit-demo>`,
+      { clock: true },
+    );
+    // A 200 late in one fixed window spends both tokens everywhere; just after the boundary
+    // the fixed window has started again and lets the next in, while the log still holds
+    // both and refuses it.
+    await page.clock.pauseAt(START + 900);
+    await press(page, 1, 200);
+    await page.clock.runFor(200);
+    const split = await press(page, 1, 200);
+    const fixed = byName(split).fixed;
+    const log = byName(split)["sliding-log"];
+    assert.deepEqual([fixed.status, fixed.reserved, fixed.cost, fixed.used], [200, 1, 2, 2]);
+    assert.deepEqual([log.status, log.reserved, log.cost, log.used], [429, 0, 0, 2]);
+    assert.match(
+      await partText(page, "rate-limit-demo", "answer"),
+      /Let in by the fixed window; refused by the sliding log\. Reserved 1 token, charged 2 after answering where let in\.$/,
+    );
     assert.deepEqual(problems, []);
   });
 

@@ -12,7 +12,9 @@
 //   a typo in the options) throws a plain Error whose whole message says what was wrong and
 //   what is allowed, never a TypeError or a WebAssembly trap, and the limiter still works
 //   afterwards;
-// - the edge values that are allowed give what they should.
+// - the edge values that are allowed give what they should;
+// - respond runs the core's flow (reserve, then settle at the answer's price): what was
+//   reserved and what was charged, and a refusal that costs nothing.
 // Every table has one row per case, and its test's name is the call itself.
 
 import assert from "node:assert/strict";
@@ -341,6 +343,95 @@ describe("decisions", () => {
   });
 });
 
+describe("respond: reserve before answering, then settle at the answer's price", () => {
+  /** Every field of a settled decision, the ones `decisions` checks for any decision and `reserved`. */
+  const settled = (fields) => ({
+    algorithm: "floating",
+    allowed: true,
+    status: 200,
+    outcome: "allowed",
+    retryAfterMs: null,
+    retryAfter: null,
+    limit: 6,
+    windowMs: 8_000,
+    ...fields,
+  });
+
+  // ESI on 6/8s, reserving 1 before each answer, all in the first window.
+  const limiter = sixPerEight();
+
+  it("limiter.respond(0, 1, 2), a 200: reserved 1, settled at 2, every field", () => {
+    assert.deepEqual(
+      limiter.respond(0, 1, 2),
+      settled({ cost: 2, used: 2, remaining: 4, t: 0, previous: 0, current: 2, overlap: 1, elapsedMs: 0, reserved: 1 }),
+    );
+  });
+
+  it("limiter.respond(1_000, 1, 5), a 404: settled at 5, which takes the bucket past the limit", () => {
+    assert.deepEqual(
+      limiter.respond(1_000, 1, 5),
+      settled({ cost: 5, used: 7, remaining: 0, t: 1_000, previous: 0, current: 7, overlap: 0.875, elapsedMs: 1_000, reserved: 1 }),
+    );
+  });
+
+  it("limiter.respond(2_000, 1, 2), no room for the reserve: a 429 that reserves and costs nothing, every field", () => {
+    assert.deepEqual(limiter.respond(2_000, 1, 2), {
+      ...settled({ cost: 0, used: 7, remaining: 0, t: 2_000, previous: 0, current: 7, overlap: 0.75, elapsedMs: 2_000, reserved: 0 }),
+      allowed: false,
+      status: 429,
+      outcome: "denied",
+      // 7 in the current window: 1 fits once 7 × (1 − e/8000) ≤ 5 into the next, at e = 2286.
+      retryAfterMs: 8_286,
+      retryAfter: 9,
+    });
+    assert.equal(limiter.peek(2_000, 0).used, 7, "the refusal spent nothing");
+  });
+
+  it("a 500 (price 0) refunds the reserve, on every algorithm", () => {
+    for (const algorithm of Limiter.algorithms) {
+      const fresh = new Limiter({ limit: "6/8s", algorithm });
+      const refunded = fresh.respond(0, 2, 0);
+      assert.deepEqual([refunded.allowed, refunded.reserved, refunded.cost, refunded.used], [true, 2, 0, 0], algorithm);
+      assert.equal(fresh.hit(0, 6).allowed, true, `${algorithm}: the whole limit is free again`);
+      fresh.free();
+    }
+  });
+
+  it("a reserve above the limit is exceeds-limit, reserving and costing nothing", () => {
+    const decision = sixPerEight().respond(0, 7, 2);
+    assert.deepEqual(
+      [decision.outcome, decision.status, decision.reserved, decision.cost, decision.used, decision.retryAfter],
+      ["exceeds-limit", 429, 0, 0, 0, null],
+    );
+  });
+
+  it("a decision of respond is a plain object with every field of hit's and reserved, numbers as numbers", () => {
+    for (const algorithm of Limiter.algorithms) {
+      const fresh = new Limiter({ limit: "6/8s", algorithm });
+      const hit = new Limiter({ limit: "6/8s", algorithm }).hit(0, 1);
+      for (const decision of [fresh.respond(0, 1, 5), fresh.respond(0, 1, 2)]) {
+        assert.equal(Object.getPrototypeOf(decision), Object.prototype);
+        assert.deepEqual(Object.keys(decision), [...Object.keys(hit), "reserved"], algorithm);
+        assert.equal(typeof decision.reserved, "number");
+      }
+      fresh.free();
+    }
+  });
+
+  it("reserved is read right while a sliding log grows the WebAssembly memory under respond", () => {
+    const log = new Limiter({ limit: "1000000/1h", algorithm: "sliding-log" });
+    const before = memory.buffer.byteLength;
+    let t = 0;
+    while (memory.buffer.byteLength === before && t < 500_000) {
+      const decision = log.respond(t, 1, 2);
+      t += 1;
+      assert.deepEqual([decision.reserved, decision.cost, decision.used], [1, 2, 2 * t], `at ${t - 1}`);
+    }
+    assert.ok(memory.buffer.byteLength > before, "the memory grew");
+    log.free();
+  });
+});
+
 describe("getters", () => {
   it("limit, tokens, windowMs and algorithm describe the limit", () => {
     const limiter = new Limiter({ limit: "150/900s", algorithm: "token-bucket" });
@@ -373,7 +464,7 @@ describe("getters", () => {
     const limiter = sixPerEight();
     assert.equal(limiter.free(), undefined);
     assert.equal(limiter.free(), undefined);
-    for (const use of [() => limiter.hit(0), () => limiter.peek(0), () => limiter.reset(), () => limiter.tokens]) {
+    for (const use of [() => limiter.hit(0), () => limiter.peek(0), () => limiter.respond(0, 1, 1), () => limiter.reset(), () => limiter.tokens]) {
       assert.throws(use, { name: "Error", message: "this Limiter (floating) was freed" });
     }
     const table = new CostTable("esi");
@@ -515,6 +606,15 @@ const LEFT_OUT = [
   [(limiter) => limiter.hit(0, null), "cost must be a whole number from 0 to 9007199254740991, got null"],
   [(limiter) => limiter.peek(0, null), "cost must be a whole number from 0 to 9007199254740991, got null"],
   [(limiter) => limiter.record(0, null), "cost must be a whole number from 0 to 9007199254740991, got null"],
+  // respond has no defaults: what to reserve and what the answer cost are both the caller's.
+  [(limiter) => limiter.respond(), "now must be a time in milliseconds from 0 to 9007199254740991, got undefined"],
+  [(limiter) => limiter.respond(0), "reserve must be a whole number from 0 to 9007199254740991, got undefined"],
+  [(limiter) => limiter.respond(0, 1), "cost must be a whole number from 0 to 9007199254740991, got undefined"],
+  [(limiter) => limiter.respond(0, null, 1), "reserve must be a whole number from 0 to 9007199254740991, got null"],
+  [(limiter) => limiter.respond(0, 1, null), "cost must be a whole number from 0 to 9007199254740991, got null"],
+  // Checked in the order they come: the time, the reserve, the cost.
+  [(limiter) => limiter.respond("0", "1", "2"), 'now must be a time in milliseconds from 0 to 9007199254740991, got the string "0"'],
+  [(limiter) => limiter.respond(0, "1", "2"), 'reserve must be a whole number from 0 to 9007199254740991, got the string "1"'],
   // The old order, cost then time, is refused rather than read as a time of 2 ms.
   [(limiter) => limiter.hit(2, "now"), 'cost must be a whole number from 0 to 9007199254740991, got the string "now"'],
   // Both wrong: the time is checked first, as it comes first.
@@ -538,6 +638,26 @@ describe("bad costs and times throw an Error, and the limiter still works", () =
         assertStillWorks(limiter, call);
       });
     }
+  }
+  for (const [written, bad, expected] of BAD_COSTS) {
+    const asReserve = `limiter.respond(0, ${written}, 1)`;
+    it(asReserve, () => {
+      const message = expected.replace(/^cost /, "reserve ");
+      assert.equal(refusal(() => limiter.respond(0, bad, 1), asReserve), message);
+      assertStillWorks(limiter, asReserve);
+    });
+    const asCost = `limiter.respond(0, 1, ${written})`;
+    it(asCost, () => {
+      assert.equal(refusal(() => limiter.respond(0, 1, bad), asCost), expected);
+      assertStillWorks(limiter, asCost);
+    });
+  }
+  for (const [written, now, expected] of BAD_TIMES) {
+    const call = `limiter.respond(${written}, 1, 1)`;
+    it(call, () => {
+      assert.equal(refusal(() => limiter.respond(now, 1, 1), call), expected);
+      assertStillWorks(limiter, call);
+    });
   }
   for (const [call, expected] of LEFT_OUT) {
     it(source(call), () => {

@@ -89,11 +89,22 @@ describe("a reader pressing Hit", () => {
       assert.equal(detail.used, n);
       assert.equal(detail.remaining, 6 - n);
       assert.equal(detail.retryAfterMs, null);
+      if (n === 1) {
+        const said = await partText(page, "rate-limit-demo", "answer");
+        assert.equal(said, "200 OK Cost 1 token: 5 of 6 left.", "no reserve to speak of without costs");
+      }
     }
     const denied = await press(page);
     for (const [field, type] of Object.entries(DETAIL_FIELDS)) {
       assert.equal(typeof denied[field], type, `detail.${field}`);
     }
+    // Without costs a Hit costs what it asks, known before answering: nothing is reserved,
+    // and the detail has the fields it always had.
+    assert.deepEqual(Object.keys(denied).sort(), [
+      "algorithm", "allowed", "cost", "current", "decisions", "disagreement", "elapsedMs", "limit",
+      "outcome", "overlap", "presses", "previous", "remaining", "retryAfter", "retryAfterMs",
+      "status", "t", "used", "windowMs", "wronglyAllowed", "wronglyLimited",
+    ]);
     assert.equal(denied.allowed, false);
     assert.equal(denied.status, 429);
     assert.equal(denied.cost, 1);
@@ -233,15 +244,80 @@ describe("a docs author", () => {
       .evaluateAll((all) => all.map((button) => button.dataset.status));
     assert.deepEqual(statuses, ["200", "304", "404", "500"]);
 
-    // ESI looks for room for one token first, then charges what the answer cost.
+    // ESI reserves one token before answering, then settles at what the answer cost.
     const notFound = await press(page, "rate-limit-demo", 404);
-    assert.deepEqual([notFound.allowed, notFound.status, notFound.cost, notFound.used], [true, 404, 5, 5]);
+    assert.deepEqual(
+      [notFound.allowed, notFound.status, notFound.reserved, notFound.cost, notFound.used],
+      [true, 404, 1, 5, 5],
+    );
+    const answer = () => partText(page, "rate-limit-demo", "answer");
+    assert.equal(await answer(), "404 Not Found Reserved 1 token, charged 5 after answering: 1 of 6 left.");
     const ok = await press(page, "rate-limit-demo", 200);
-    assert.deepEqual([ok.allowed, ok.status, ok.cost, ok.used], [true, 200, 2, 7]);
+    assert.deepEqual([ok.allowed, ok.status, ok.reserved, ok.cost, ok.used], [true, 200, 1, 2, 7]);
+    assert.equal(
+      await answer(),
+      "200 OK Reserved 1 token, charged 2 after answering: 7.00 of 6 in use, over the limit until it slides out.",
+    );
     const serverError = await press(page, "rate-limit-demo", 500);
-    assert.deepEqual([serverError.allowed, serverError.status, serverError.cost], [false, 429, 0]);
+    assert.deepEqual(
+      [serverError.allowed, serverError.status, serverError.reserved, serverError.cost],
+      [false, 429, 0, 0],
+    );
     assert.equal(serverError.used, 7, "a 429 costs nothing");
-    assert.match(await partText(page, "rate-limit-demo", "answer"), /429 Too Many Requests/);
+    assert.deepEqual(serverError.decisions[0], { ...serverError.decisions[0], reserved: 0, cost: 0 });
+    assert.match(
+      await answer(),
+      /^429 Too Many Requests · Retry-After: \d+ 1 token fits again in [\d.]+ s; nothing was reserved, and the 429 costs nothing\.$/,
+    );
+    assert.deepEqual(problems, []);
+  });
+
+  it("in costs mode, shows what each Hit reserved and what its answer was charged", async () => {
+    const { page, problems } = await openWith(
+      `<rate-limit-demo limit="6/8s" cost="2" costs="esi" algorithm="sliding-log"></rate-limit-demo>`,
+      { clock: true },
+    );
+    await page.clock.pauseAt(START + 100);
+    const answer = () => partText(page, "rate-limit-demo", "answer");
+    assert.equal(
+      await answer(),
+      "Press a Hit button to send a request; the server reserves 2 tokens, answers, then charges what the answer costs.",
+    );
+    // [status pressed, reserved, charged, used after, the status line]: a 200 settles above
+    // the reserve, a 304 below it, a 500 refunds it all, a 404 goes past the limit, and then
+    // the reserve of 2 no longer fits.
+    const PRESSES = [
+      [200, 2, 2, 2, "200 OK Reserved 2 tokens, charged 2 after answering: 4 of 6 left."],
+      [304, 2, 1, 3, "304 Not Modified Reserved 2 tokens, charged 1 after answering: 3 of 6 left."],
+      [500, 2, 0, 3, "500 Internal Server Error Reserved 2 tokens, charged 0 after answering: 3 of 6 left."],
+      [404, 2, 5, 8, "404 Not Found Reserved 2 tokens, charged 5 after answering: 8.00 of 6 in use, over the limit until it slides out."],
+    ];
+    for (const [status, reserved, charged, used, said] of PRESSES) {
+      await page.clock.runFor(100);
+      const detail = await press(page, "rate-limit-demo", status);
+      assert.deepEqual(
+        [detail.allowed, detail.status, detail.reserved, detail.cost, detail.used],
+        [true, status, reserved, charged, used],
+        `${status}`,
+      );
+      assert.equal(detail.decisions[0].reserved, reserved);
+      assert.equal(await answer(), said);
+      assert.equal(await partText(page, "rate-limit-demo", "used"), used.toFixed(2), "the formula follows the settle");
+    }
+    const refused = await press(page, "rate-limit-demo", 200);
+    assert.deepEqual(
+      [refused.allowed, refused.status, refused.reserved, refused.cost, refused.used],
+      [false, 429, 0, 0, 8],
+    );
+    // The log holds 2 at +200 ms, 1 at +300 and 5 at +500 (the 500's reserve came back):
+    // 2 fit again only once the 5 slides out, a whole window after this press at +500.
+    assert.equal(refused.retryAfterMs, 8_000);
+    assert.match(await answer(), /2 tokens fit again in [\d.]+ s; nothing was reserved, and the 429 costs nothing\.$/);
+    const status = await page.locator('rate-limit-demo [part~="answer"]').evaluate((line) => [
+      line.getAttribute("role"),
+      line.getAttribute("aria-live"),
+    ]);
+    assert.deepEqual(status, ["status", "polite"], "read out as it changes");
     assert.deepEqual(problems, []);
   });
 

@@ -5,7 +5,7 @@
 // often the floating window answered differently from the exact sliding log.
 
 import { html, updateText } from "./dom.js";
-import { algorithmLabel, formatWait, formatWindow, formatTokens } from "./format.js";
+import { algorithmLabel, count, formatWait, formatWindow, formatTokens } from "./format.js";
 import { createGauge, showGauge } from "./gauge.js";
 import { respond } from "./respond.js";
 import styles from "./compare.css";
@@ -145,7 +145,8 @@ export class Comparison {
 
   /**
    * What the live region announces for a press: every algorithm's status, then what the
-   * disagreement, if any, means.
+   * disagreement, if any, means; with costs, what the request reserved and was charged
+   * where it was let in (the same everywhere: one reserve, one answer).
    */
   announce({ decisions, disagreement }) {
     const codes = decisions.flatMap(({ algorithm, allowed, status }, index) => [
@@ -156,11 +157,16 @@ export class Comparison {
     const names = (list) => list.map((d) => algorithmLabel(d.algorithm)).join(", ");
     const allowed = decisions.filter((d) => d.allowed);
     const refused = decisions.filter((d) => !d.allowed);
-    const explanation =
+    let explanation =
       EXPLANATIONS[disagreement] ??
       (allowed.length === 0 || refused.length === 0
         ? "All agree."
         : `Let in by the ${names(allowed)}; refused by the ${names(refused)}.`);
+    const settled = this.#pricing.table && allowed[0];
+    if (settled) {
+      const where = refused.length ? " where let in" : "";
+      explanation += ` Reserved ${count(settled.reserved, "token")}, charged ${settled.cost} after answering${where}.`;
+    }
     return [...codes, html("span", { class: "explanation" }, explanation)];
   }
 

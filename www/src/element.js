@@ -96,14 +96,14 @@ function message(error) {
  *
  * @attr {string} limit - N tokens per window W, as ESI writes it: `6/8s`, `150/15m` (units `ms`, `s`, `m`, `h`). Default `6/8s`.
  * @attr {string} algorithm - One of the core's algorithms: `floating` (default), `sliding-log`, `fixed`, `token-bucket`. Not with `compare`.
- * @attr {string} cost - Tokens each Hit spends, a whole number from 0 to N. Default 1. With `costs`, what must fit before the server answers.
- * @attr {string} costs - What each response costs, by status: `esi` (2XX 2, 3XX 1, 4XX 5, 429 0, 5XX 0) or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; the response is charged after answering.
+ * @attr {string} cost - Tokens each Hit spends, a whole number from 0 to N. Default 1. With `costs`, the tokens a request reserves before the server answers: if they do not fit, a 429 that costs nothing.
+ * @attr {string} costs - What each response costs, by status: `esi` (2XX 2, 3XX 1, 4XX 5, 429 0, 5XX 0) or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; after answering, the request is settled at what its status costs (the reserve's difference charged, even past the limit, or refunded), as the Rust core's flow does.
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
  * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
- * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown, with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none.
+ * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none.
  * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
  *
  * @csspart panel - The card holding the live widget.
@@ -791,7 +791,7 @@ export class RateLimitDemo extends Base {
     const hint = this.#session
       ? "Press Hit to send a real request; the server's answer appears beside the model's."
       : this.#pricing.table
-      ? "Press a Hit button to send a request; the server charges for the answer after sending it."
+      ? `Press a Hit button to send a request; the server reserves ${count(this.#pricing.cost, "token")}, answers, then charges what the answer costs.`
       : this.#comparison
         ? "Press Hit to send one request to every algorithm at the same instant."
         : "Press Hit to send a request.";
@@ -811,13 +811,17 @@ export class RateLimitDemo extends Base {
       // The header rounds up to whole seconds; the exact wait is what the core computed.
       const verb = asked === 1 ? "fits" : "fit";
       explanation = `${count(asked, "token")} ${verb} again in ${formatExactWait(decision.retryAfterMs)}`;
-      explanation += table ? "; the 429 itself costs nothing." : ".";
+      explanation += table ? "; nothing was reserved, and the 429 costs nothing." : ".";
     } else {
       const left =
         used > tokens
           ? `${used.toFixed(2)} of ${tokens} in use, over the limit until it slides out`
           : `${remaining} of ${tokens} left`;
-      explanation = `${table ? "Charged" : "Cost"} ${count(cost, "token")}${table ? " after answering" : ""}: ${left}.`;
+      // With costs, the core's flow: what was held before answering, then what the answer cost.
+      const spent = table
+        ? `Reserved ${count(decision.reserved, "token")}, charged ${cost} after answering`
+        : `Cost ${count(cost, "token")}`;
+      explanation = `${spent}: ${left}.`;
     }
     this.#answer.replaceChildren(
       html("span", { class: `code ${decision.allowed ? "allowed" : "denied"}` }, code),

@@ -7,6 +7,7 @@
  *   const limiter = new Limiter({ limit: "6/8s", algorithm: "floating" });
  *   limiter.hit(0).allowed;        // time first, in ms, as the Rust core takes it; cost 1
  *   limiter.hit(2_500, 2).used;    // then the cost
+ *   limiter.respond(3_000, 1, 5);  // reserve 1, then settle at what the answer cost: 5
  *
  * The decisions are the Rust core's, made in WebAssembly in exact integer arithmetic. This
  * module checks what JavaScript passes (a time or cost of "2", null or a BigInt is refused,
@@ -130,7 +131,7 @@ function time(now) {
  */
 let fields = new Float64Array(0);
 function decision(outcome, algorithm) {
-  if (fields.length === 0) fields = new Float64Array(wasm.memory.buffer, decisionBuffer(), 13);
+  if (fields.length === 0) fields = new Float64Array(wasm.memory.buffer, decisionBuffer(), 14);
   const denied = outcome === 1;
   const counted = fields[10] === 1;
   return {
@@ -222,6 +223,22 @@ export class Limiter {
   record(now, cost) {
     const at = time(now);
     return decision(this.#live.record(at, whole("cost", cost)), this.#algorithm);
+  }
+
+  /**
+   * One request to a server that prices its answer (ESI's flow, the core's): before
+   * answering it reserves `reserve` tokens, spent at once if they fit; once answered it is
+   * settled at `cost`, the answer's price, the difference charged (even past the limit) or
+   * refunded. A request the reserve does not fit is a 429 that costs nothing. The decision
+   * is the settle's, or the refusal's with a cost of 0, plus `reserved`: what the request
+   * held before it was priced, 0 when refused.
+   */
+  respond(now, reserve, cost) {
+    const at = time(now);
+    const held = whole("reserve", reserve);
+    const settled = decision(this.#live.respond(at, held, whole("cost", cost)), this.#algorithm);
+    settled.reserved = fields[13];
+    return settled;
   }
 
   /** Forgets everything spent. */

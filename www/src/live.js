@@ -7,7 +7,7 @@
 
 import { html, updateAttribute, updateText } from "./dom.js";
 import { count, statusLine } from "./format.js";
-import { admit } from "./respond.js";
+import { answered } from "./respond.js";
 import styles from "./live.css";
 
 export { styles };
@@ -413,9 +413,9 @@ export class LiveSession {
 
   /**
    * The model's answer to the press that `server` answered, and where they differ; charges
-   * the model as the server's flow does (ESI's): if the model lets the request in, it records
-   * what the server's actual answer costs under the widget's costs (a 429 costs nothing);
-   * if it refuses, nothing.
+   * the model with the server's flow (ESI's, the core's `Limiter.respond`): if the model's
+   * reserve fits, the request is settled at what the server's actual answer costs under the
+   * widget's costs (a 429 costs nothing); if it does not, nothing.
    *
    * The server decided at some moment between t0, when the request left, and t1, when the
    * answer came back, and the model cannot know which. Near a window boundary, or as a token
@@ -444,8 +444,8 @@ export class LiveSession {
     const t = index === 0 ? t0 : t1;
     // What the handler answered, as far as the model knows: the server's own answer, or
     // when the server refused, what the press asked for.
-    const answered = serverAllowed ? server.status : (requested ?? table?.statuses[0] ?? 200);
-    const decision = Object.freeze(admit(limiter, cost, charge, answered, t));
+    const handled = serverAllowed ? server.status : (requested ?? table?.statuses[0] ?? 200);
+    const decision = Object.freeze(answered(limiter.respond(t, cost, charge), handled));
     const model = Object.freeze({
       status: decision.status,
       limit: limiter.limit,

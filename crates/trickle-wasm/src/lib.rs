@@ -11,6 +11,7 @@
 //! |---|---|
 //! | `new RawLimiter(limit, algorithm)` | throws an `Error` with the core's message for a bad limit (checked first) or algorithm |
 //! | `hit(now, cost)`, `peek(now, cost)`, `record(now, cost)` | the outcome code: 0 allowed, 1 denied, 2 exceeds the limit; the decision in the buffer |
+//! | `respond(now, reserve, cost)` | the flow of a server that prices its answers (`trickle::flow`) at one moment: reserves `reserve` tokens and, if they fit, settles at `cost`; the reserve's outcome code, and the settle's decision (or the refusal, at a cost of 0) in the buffer |
 //! | `reset()` | forgets everything spent |
 //! | `limit`, `algorithm` (getters) | `"6/8s"` as the core writes it; `"floating"` |
 //! | `tokens`, `window_ms` (getters) | N and W |
@@ -21,14 +22,14 @@
 //! | `statuses()` | statuses to offer as buttons, space-separated, in table order |
 //!
 //! Numbers come in checked by JS: whole numbers from 0 to 2^53 − 1, except that a time may
-//! have a fraction of a millisecond, which is dropped. The buffer holds 13 `f64`, in the
+//! have a fraction of a millisecond, which is dropped. The buffer holds 14 `f64`, in the
 //! order of the `field` constants: cost, used, remaining, retryAfterMs, retryAfter, t, previous,
-//! current, overlap, elapsedMs, counted, limit (N), windowMs (W).
+//! current, overlap, elapsedMs, counted, limit (N), windowMs (W), reserved.
 //!
 //! ```js
 //! import init, { RawLimiter, decision_buffer } from "./pkg/trickle.js";
 //! const wasm = await init();
-//! const fields = new Float64Array(wasm.memory.buffer, decision_buffer(), 13);
+//! const fields = new Float64Array(wasm.memory.buffer, decision_buffer(), 14);
 //! const raw = new RawLimiter("6/8s", "floating");
 //! raw.hit(1234, 1);   // 0: allowed; fields[1] is `used`, fields[2] `remaining`, …
 //! ```
@@ -57,7 +58,7 @@ fn trap(_: &core::panic::PanicInfo<'_>) -> ! {
 
 use core::cell::UnsafeCell;
 
-use trickle::{Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
+use trickle::{Admission, Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
 use wasm_bindgen::prelude::*;
 
 mod allocator;
@@ -66,7 +67,7 @@ mod allocator;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator::new();
 
 /// How many `f64` a decision writes to the buffer.
-pub const DECISION_FIELDS: usize = 13;
+pub const DECISION_FIELDS: usize = 14;
 
 /// The buffer's slots, in order: what the JS wrapper reads at each index.
 pub mod field {
@@ -94,9 +95,12 @@ pub mod field {
     /// N, the limit's tokens, and W, its window in ms.
     pub const LIMIT: usize = 11;
     pub const WINDOW_MS: usize = 12;
+    /// What `respond` reserved before the answer was priced: its `reserve`, or 0 when the
+    /// request was refused. 0 after `hit`, `peek` and `record`, which reserve nothing.
+    pub const RESERVED: usize = 13;
 }
 
-/// Outcome codes `hit`, `peek` and `record` return.
+/// Outcome codes `hit`, `peek`, `record` and `respond` return.
 pub const ALLOWED: u32 = 0;
 pub const DENIED: u32 = 1;
 pub const EXCEEDS_LIMIT: u32 = 2;
@@ -111,7 +115,7 @@ unsafe impl Sync for DecisionBuffer {}
 static DECISION: DecisionBuffer = DecisionBuffer(UnsafeCell::new([0.0; DECISION_FIELDS]));
 
 // The byte offset of the decision buffer in the wasm memory: read it as
-// `new Float64Array(memory.buffer, decision_buffer(), 13)`.
+// `new Float64Array(memory.buffer, decision_buffer(), 14)`.
 #[wasm_bindgen(skip_jsdoc)]
 pub fn decision_buffer() -> u32 {
     DECISION.0.get() as u32
@@ -124,8 +128,9 @@ fn wide_to_f64(n: u128) -> f64 {
     ((n >> 64) as u64) as f64 * 18_446_744_073_709_551_616.0 + (n as u64) as f64
 }
 
-/// Writes `decision` into the buffer and returns its outcome code.
-fn publish(decision: &Decision) -> u32 {
+/// Writes `decision`, and the tokens reserved before it, into the buffer and returns its
+/// outcome code.
+fn publish(decision: &Decision, reserved: u64) -> u32 {
     let (code, retry_after_ms, retry_after) = match decision.outcome {
         Outcome::Allowed => (ALLOWED, 0.0, 0.0),
         Outcome::Denied { retry_after_ms } => (
@@ -150,6 +155,7 @@ fn publish(decision: &Decision) -> u32 {
         if counters.is_some() { 1.0 } else { 0.0 },
         decision.limit.tokens() as f64,
         decision.limit.window_ms() as f64,
+        reserved as f64,
     ];
     // SAFETY: see `DecisionBuffer`; no reference into the buffer outlives this write.
     unsafe { DECISION.0.get().write(fields) };
@@ -189,19 +195,38 @@ impl RawLimiter {
     // the buffer.
     #[wasm_bindgen(skip_jsdoc)]
     pub fn hit(&mut self, now: f64, cost: f64) -> u32 {
-        publish(&self.inner.hit(whole(now), whole(cost)))
+        publish(&self.inner.hit(whole(now), whole(cost)), 0)
     }
 
     // What `hit` would answer, spending nothing.
     #[wasm_bindgen(skip_jsdoc)]
     pub fn peek(&self, now: f64, cost: f64) -> u32 {
-        publish(&self.inner.peek(whole(now), whole(cost)))
+        publish(&self.inner.peek(whole(now), whole(cost)), 0)
     }
 
     // Charges `cost` tokens whether or not they fit (always 0, allowed).
     #[wasm_bindgen(skip_jsdoc)]
     pub fn record(&mut self, now: f64, cost: f64) -> u32 {
-        publish(&self.inner.record(whole(now), whole(cost)))
+        publish(&self.inner.record(whole(now), whole(cost)), 0)
+    }
+
+    // One request of a server that prices its answer (ESI's flow, `trickle::flow`), all at
+    // `now`: reserves `reserve` tokens (spent at once, as `hit` spends them) and, if they fit,
+    // settles the request at its final `cost`, the answer's price, which charges or refunds
+    // the difference; the settle's decision goes in the buffer, with `reserved`. A refused
+    // request is answered 429, which costs nothing: the refusal goes in the buffer with a
+    // `cost` and `reserved` of 0, and nothing was spent. The outcome code is the reserve's:
+    // a settle is always allowed, even when it takes the bucket past the limit.
+    #[wasm_bindgen(skip_jsdoc)]
+    pub fn respond(&mut self, now: f64, reserve: f64, cost: f64) -> u32 {
+        let now = whole(now);
+        match self.inner.reserve(now, whole(reserve)) {
+            Admission::Admitted { reservation, .. } => {
+                let reserved = reservation.cost();
+                publish(&self.inner.settle(reservation, now, whole(cost)), reserved)
+            }
+            Admission::Refused(refusal) => publish(&Decision { cost: 0, ..refusal }, 0),
+        }
     }
 
     // Forgets everything spent.

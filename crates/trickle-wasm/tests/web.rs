@@ -2,9 +2,10 @@
 //! headless Chromium: `wasm-pack test --node` and `wasm-pack test --headless --chrome`.
 //!
 //! Only the translation is tested here: outcome codes, the decision buffer read the way the
-//! JS wrapper reads it (a `Float64Array` over the wasm memory), getters, and an `Error` with
-//! the core's exact message for every bad limit, algorithm or cost table. The arithmetic
-//! itself is the core's, tested natively in the crate's other test files.
+//! JS wrapper reads it (a `Float64Array` over the wasm memory), getters, `respond` (the
+//! core's reserve-then-settle flow at one moment) and an `Error` with the core's exact
+//! message for every bad limit, algorithm or cost table. The arithmetic itself is the
+//! core's, tested natively in the crate's other test files.
 //!
 //! The binding is a cdylib only (an rlib beside it would grow the widget's wasm), so its
 //! source is compiled in here as a module: the same exports, called directly, and through
@@ -67,7 +68,7 @@ fn the_readme_example_fills_every_field() {
         (field::RETRY_AFTER_MS, 0.0), (field::RETRY_AFTER, 0.0), (field::T, 11_000.0),
         (field::PREVIOUS, 4.0), (field::CURRENT, 3.0), (field::OVERLAP, 0.625),
         (field::ELAPSED_MS, 3_000.0), (field::COUNTED, 1.0), (field::LIMIT, 6.0),
-        (field::WINDOW_MS, 8_000.0),
+        (field::WINDOW_MS, 8_000.0), (field::RESERVED, 0.0),
     ];
     let allowed = fields();
     for (index, value) in expected {
@@ -82,12 +83,12 @@ fn the_readme_example_fills_every_field() {
 }
 
 #[wasm_bindgen_test]
-fn the_layout_is_thirteen_distinct_slots_in_the_documented_order() {
+fn the_layout_is_fourteen_distinct_slots_in_the_documented_order() {
     #[rustfmt::skip]
     let order = [
         field::COST, field::USED, field::REMAINING, field::RETRY_AFTER_MS, field::RETRY_AFTER,
         field::T, field::PREVIOUS, field::CURRENT, field::OVERLAP, field::ELAPSED_MS,
-        field::COUNTED, field::LIMIT, field::WINDOW_MS,
+        field::COUNTED, field::LIMIT, field::WINDOW_MS, field::RESERVED,
     ];
     assert_eq!(order.len(), DECISION_FIELDS);
     assert!(order.iter().enumerate().all(|(i, slot)| i == *slot));
@@ -143,6 +144,145 @@ fn peek_spends_nothing_record_charges_past_the_limit_and_reset_forgets() {
     bucket.reset();
     assert_eq!(bucket.peek(0.0, 0.0), ALLOWED);
     assert_eq!(fields()[field::USED], 0.0);
+}
+
+/// ESI on `6/8s`, reserving 1 before each answer, one row per press at `t`: the answer's
+/// price, then the code and the buffer's cost, reserved and used after it.
+#[rustfmt::skip]
+const ESI_PRESSES: &[(f64, f64, u32, f64, f64, f64)] = &[
+    // t,    price, code,    cost, reserved, used
+    (0.0,    2.0,   ALLOWED, 2.0,  1.0,      2.0), // 200: 1 reserved, 1 more charged
+    (100.0,  5.0,   ALLOWED, 5.0,  1.0,      7.0), // 404: past the limit, as ESI's may go
+    (200.0,  2.0,   DENIED,  0.0,  0.0,      7.0), // no room for the reserve: a free 429
+    (300.0,  0.0,   DENIED,  0.0,  0.0,      7.0),
+];
+
+#[wasm_bindgen_test]
+fn respond_reserves_then_settles_at_the_price_and_a_refusal_costs_nothing() {
+    let mut bucket = limiter("6/8s", "sliding-log");
+    for &(t, price, code, cost, reserved, used) in ESI_PRESSES {
+        assert_eq!(bucket.respond(t, 1.0, price), code, "t = {t}");
+        let decision = fields();
+        assert_eq!(
+            [
+                decision[field::COST],
+                decision[field::RESERVED],
+                decision[field::USED]
+            ],
+            [cost, reserved, used],
+            "t = {t}: cost, reserved, used"
+        );
+        assert_eq!(decision[field::T], t);
+    }
+    // Refused, the 429 still says when the reserve fits again: at 8 s, once the first
+    // answer's 2 tokens slide out and 5 are in use.
+    assert_eq!(fields()[field::RETRY_AFTER_MS], 7_700.0);
+    assert_eq!(fields()[field::RETRY_AFTER], 8.0);
+}
+
+#[wasm_bindgen_test]
+fn a_cheaper_answer_refunds_the_reserve() {
+    for algorithm in algorithms().split(' ') {
+        let mut bucket = limiter("6/8s", algorithm);
+        // A 500 under ESI costs nothing: the reserve of 2 comes back at once.
+        assert_eq!(bucket.respond(0.0, 2.0, 0.0), ALLOWED, "{algorithm}");
+        let decision = fields();
+        assert_eq!(decision[field::RESERVED], 2.0, "{algorithm}");
+        assert_eq!(decision[field::COST], 0.0, "{algorithm}");
+        assert_eq!(decision[field::USED], 0.0, "{algorithm}");
+        assert_eq!(
+            bucket.hit(0.0, 6.0),
+            ALLOWED,
+            "{algorithm}: the whole limit is free"
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_reserve_above_the_limit_is_refused_for_good_and_costs_nothing() {
+    let mut bucket = limiter("6/8s", "floating");
+    assert_eq!(bucket.respond(0.0, 7.0, 2.0), EXCEEDS_LIMIT);
+    let decision = fields();
+    assert_eq!(decision[field::COST], 0.0);
+    assert_eq!(decision[field::RESERVED], 0.0);
+    assert_eq!(decision[field::RETRY_AFTER_MS], 0.0);
+    assert_eq!(decision[field::USED], 0.0);
+}
+
+/// The flow the widget ran in JS before `respond`: peek that the reserve fits, then record
+/// the price, or a 429 with a cost of 0. At one moment, on a clock that does not go back,
+/// `respond` must give the same numbers in every slot but `reserved`, so the widget's
+/// figures did not move.
+fn peek_then_record(bucket: &mut RawLimiter, t: f64, reserve: f64, price: f64) -> (u32, Vec<f64>) {
+    let code = bucket.peek(t, reserve);
+    if code != ALLOWED {
+        let mut refusal = fields();
+        refusal[field::COST] = 0.0;
+        return (code, refusal);
+    }
+    (bucket.record(t, price), fields())
+}
+
+#[wasm_bindgen_test]
+fn respond_gives_the_numbers_of_a_peek_then_a_record_at_one_moment() {
+    // (t, reserve, price): ESI's prices, a refund, reserves of 0 and 2, a clock that stands
+    // still, presses on either side of window boundaries, refusals in between.
+    #[rustfmt::skip]
+    let presses = [
+        (0.0, 1.0, 2.0), (500.0, 1.0, 5.0), (500.0, 1.0, 2.0), (2_000.0, 2.0, 0.0),
+        (7_999.0, 1.0, 1.0), (8_000.0, 1.0, 5.0), (8_001.0, 1.0, 2.0), (9_000.0, 1.0, 2.0),
+        (12_500.0, 2.0, 2.0), (16_000.0, 1.0, 0.0), (16_000.0, 1.0, 5.0), (30_000.0, 1.0, 2.0),
+        (30_000.0, 0.0, 5.0), (30_001.0, 0.0, 0.0), (30_002.0, 1.0, 2.0),
+    ];
+    let mut refused = 0;
+    for algorithm in algorithms().split(' ') {
+        let mut flow = limiter("6/8s", algorithm);
+        let mut copy = limiter("6/8s", algorithm);
+        for (t, reserve, price) in presses {
+            let code = flow.respond(t, reserve, price);
+            let mut settled = fields();
+            let reserved = settled[field::RESERVED];
+            let expected = if code == ALLOWED { reserve } else { 0.0 };
+            assert_eq!(reserved, expected, "{algorithm} at {t}: reserved");
+            settled[field::RESERVED] = 0.0;
+            let (old_code, old) = peek_then_record(&mut copy, t, reserve, price);
+            assert_eq!(code, old_code, "{algorithm} at {t}: code");
+            assert_eq!(settled, old, "{algorithm} at {t}: every field");
+            refused += usize::from(code != ALLOWED);
+        }
+    }
+    assert!(
+        refused >= 4,
+        "the presses must meet refusals too, met {refused}"
+    );
+}
+
+#[wasm_bindgen_test]
+fn respond_reads_a_clock_that_went_back_as_the_latest_time_seen() {
+    // As `hit` does (the reserve is one), where a `peek` answers for the earlier time.
+    let mut bucket = limiter("6/8s", "floating");
+    assert_eq!(bucket.respond(8_001.0, 1.0, 5.0), ALLOWED);
+    bucket.respond(7_000.0, 1.0, 2.0);
+    assert_eq!(fields()[field::T], 8_001.0);
+}
+
+#[wasm_bindgen_test]
+fn hit_peek_and_record_reserve_nothing() {
+    let mut bucket = limiter("6/8s", "floating");
+    for name in ["hit", "peek", "record"] {
+        assert_eq!(bucket.respond(0.0, 1.0, 1.0), ALLOWED);
+        assert_eq!(fields()[field::RESERVED], 1.0);
+        match name {
+            "hit" => bucket.hit(0.0, 1.0),
+            "peek" => bucket.peek(0.0, 1.0),
+            _ => bucket.record(0.0, 1.0),
+        };
+        assert_eq!(
+            fields()[field::RESERVED],
+            0.0,
+            "{name} left the last reserve"
+        );
+    }
 }
 
 #[wasm_bindgen_test]

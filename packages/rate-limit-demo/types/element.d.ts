@@ -2,11 +2,13 @@
 
 import type { Algorithm, Decision } from "./limiter.js";
 
-export type { Algorithm, Decision, LimiterOptions } from "./limiter.js";
+export type { Algorithm, Decision, LimiterOptions, Settled } from "./limiter.js";
 export { CostTable, Limiter, load } from "./limiter.js";
 
 /** The detail of a `rate-limit-decision` event, the same shape in both modes. */
 export interface RateLimitDecisionDetail extends Decision {
+  /** With `costs`, and in live mode, where a request is priced by its answer: the tokens it reserved before it was answered (`cost`, the attribute), 0 on a 429; the `cost` above is what the answer was then charged. Absent otherwise. */
+  reserved?: number;
   /** Each algorithm's decision, in the order shown: one entry, or one per algorithm in compare mode. The fields above are the first entry's. */
   decisions: readonly Decision[];
   /** Presses since the widget was built or reset. */

@@ -43,6 +43,12 @@ export interface Decision {
   elapsedMs: number | null;
 }
 
+/** What `Limiter.respond` answers: the settle's decision, or the refusal's (status 429, cost 0). */
+export interface Settled extends Decision {
+  /** Tokens the request reserved before it was answered: the `reserve` asked for, or 0 when refused. `cost` is what its answer was charged. */
+  reserved: number;
+}
+
 /**
  * Loads the WebAssembly once for the page (every call returns the same promise). `source`
  * defaults to trickle_bg.wasm beside the module, read from disk under Node.
@@ -67,6 +73,13 @@ export class Limiter {
   peek(now: number, cost?: number): Decision;
   /** Charges `cost` tokens whether or not they fit, as a server does after answering. */
   record(now: number, cost: number): Decision;
+  /**
+   * One request to a server that prices its answer, the Rust core's flow (ESI's): reserves
+   * `reserve` tokens before answering and, if they fit, settles at `cost`, the answer's
+   * price, charging (even past the limit) or refunding the difference. Otherwise a 429
+   * that costs nothing. Its status is 200 when let in: the caller knows the real one.
+   */
+  respond(now: number, reserve: number, cost: number): Settled;
   /** Forgets everything spent. */
   reset(): void;
   /** The limit as the core writes it, e.g. "6/8s". */
