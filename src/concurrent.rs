@@ -15,9 +15,9 @@
 //! `fetch_max`; idle buckets are dropped shard by shard, as the keyed limiter drops them.
 
 use core::any::{Any, TypeId};
+use core::borrow::Borrow;
 use core::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use core::num::NonZeroUsize;
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::PoisonError;
 
@@ -40,6 +40,7 @@ use crate::packed::{self, Packed, Packing};
 use crate::reservation::{Admission, Reservation};
 use crate::seeded_hash::SeededState;
 use crate::state::{peek_rolled, record_rolled, settle_rolled, State};
+use crate::store::Op;
 
 /// One bucket per key, all under the same limit, shared by threads.
 ///
@@ -142,6 +143,37 @@ pub(crate) enum Charge {
     Settle { reserved_at_ms: u64, reserved: u64 },
 }
 
+/// A bucket with nothing spent in it.
+const EMPTY: Packed = Packed {
+    previous: 0,
+    current: 0,
+    latest_offset_ms: 0,
+};
+
+/// A request's key: owned, and moved into the limiter if the key is new; or borrowed (a
+/// `&str` for a `String` key), and copied into it only then, so that a decision for a key
+/// already present allocates nothing.
+enum KeyArg<'a, K, Q: ?Sized> {
+    Owned(K),
+    Borrowed(&'a Q, fn(&Q) -> K),
+}
+
+impl<K: Borrow<Q>, Q: ?Sized> KeyArg<'_, K, Q> {
+    fn get(&self) -> &Q {
+        match self {
+            KeyArg::Owned(key) => key.borrow(),
+            KeyArg::Borrowed(key, _) => key,
+        }
+    }
+
+    fn into_owned(self) -> K {
+        match self {
+            KeyArg::Owned(key) => key,
+            KeyArg::Borrowed(key, to_owned) => to_owned(key),
+        }
+    }
+}
+
 impl Charge {
     /// The charge on a whole state, at the effective time `at_ms`.
     fn apply<S: State>(self, state: &mut S, limit: &Limit, at_ms: u64, cost: u64) -> Decision {
@@ -218,12 +250,37 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
 
     /// Decides a request of `cost` for `key` at `now_ms`, spending the cost if it fits.
     pub fn hit(&self, key: K, now_ms: u64, cost: u64) -> Decision {
-        self.charge(key, now_ms, cost, Charge::Hit)
+        self.charge(KeyArg::Owned(key), now_ms, cost, Charge::Hit)
+    }
+
+    /// Applies `op` to `key`'s bucket, as a [`Store`](crate::Store) does, with the key
+    /// borrowed (a `&str` for a `String` key): it is copied into the limiter only when it
+    /// is new, so that a decision for a key already present allocates nothing.
+    pub fn decide<Q>(&self, key: &Q, op: Op, now_ms: u64, cost: u64) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let key = KeyArg::Borrowed(key, Q::to_owned);
+        match op {
+            Op::Hit | Op::Reserve { .. } => self.charge(key, now_ms, cost, Charge::Hit),
+            Op::Peek => self.peek(key.get(), now_ms, cost),
+            Op::Record => self.charge(key, now_ms, cost, Charge::Record),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ..
+            } => self.settle_key(key, reserved_at_ms, reserved, now_ms, cost),
+        }
     }
 
     /// What [`hit`](ConcurrentKeyedLimiter::hit) would answer for `key`, without spending or
     /// storing, and without moving the shared clock.
-    pub fn peek(&self, key: &K, now_ms: u64, cost: u64) -> Decision {
+    pub fn peek<Q>(&self, key: &Q, now_ms: u64, cost: u64) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let buckets = read(self.shard_of(key));
         let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
         let decision = match (self.packing, buckets.packed.get(key)) {
@@ -246,7 +303,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
 
     /// Charges `cost` to `key` after the fact, even past the limit.
     pub fn record(&self, key: K, now_ms: u64, cost: u64) -> Decision {
-        self.charge(key, now_ms, cost, Charge::Record)
+        self.charge(KeyArg::Owned(key), now_ms, cost, Charge::Record)
     }
 
     /// Admits a request of `cost` for `key` at `now_ms` if it fits, holding the cost in a
@@ -259,19 +316,23 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     /// Settles `key`'s `reservation` at the request's final `cost`, exactly as the
     /// sequential core would at this point in the key's decisions.
     pub fn settle(&self, key: K, reservation: Reservation, now_ms: u64, cost: u64) -> Decision {
-        self.settle_parts(key, reservation.at_ms(), reservation.cost(), now_ms, cost)
+        let (at_ms, reserved) = (reservation.at_ms(), reservation.cost());
+        self.settle_key(KeyArg::Owned(key), at_ms, reserved, now_ms, cost)
     }
 
     /// [`settle`](ConcurrentKeyedLimiter::settle) of the reservation's parts, as
-    /// [`crate::Op::Settle`] carries them.
-    pub(crate) fn settle_parts(
+    /// [`Op::Settle`] carries them.
+    fn settle_key<Q: Hash + Eq + ?Sized>(
         &self,
-        key: K,
+        key: KeyArg<'_, K, Q>,
         reserved_at_ms: u64,
         reserved: u64,
         now_ms: u64,
         cost: u64,
-    ) -> Decision {
+    ) -> Decision
+    where
+        K: Borrow<Q>,
+    {
         let charge = Charge::Settle {
             reserved_at_ms,
             reserved,
@@ -322,27 +383,38 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         }
     }
 
-    /// The shard `key` lives in, picked by the top bits of its [`ShardHasher`] hash.
+    /// The shard `key` lives in, picked by the top bits of its [`ShardHasher`] hash. A
+    /// borrowed key hashes as the owned one does (`Borrow`'s contract).
     #[inline]
-    fn shard_of(&self, key: &K) -> &PaddedShard<K, S> {
+    fn shard_of<Q: Hash + ?Sized>(&self, key: &Q) -> &PaddedShard<K, S> {
         let hash = BuildHasherDefault::<ShardHasher>::default().hash_one(key);
         let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
         &self.shards[index]
     }
 
-    /// `hit` and `record`. A packed key already present in the shard's window is decided
-    /// under the read lock, by compare-and-swap on its word; everything else (a new key, a
-    /// new window, a record past the packed counters, a wide state) under the write lock.
+    /// `hit`, `record` and `settle`. A packed key already present in the shard's window is
+    /// decided under the read lock, by compare-and-swap on its word; everything else (a new
+    /// key, a new window, a charge past the packed counters, a wide state) under the write
+    /// lock.
     #[inline]
-    fn charge(&self, key: K, now_ms: u64, cost: u64, charge: Charge) -> Decision {
-        let shard = self.shard_of(&key);
+    fn charge<Q: Hash + Eq + ?Sized>(
+        &self,
+        key: KeyArg<'_, K, Q>,
+        now_ms: u64,
+        cost: u64,
+        charge: Charge,
+    ) -> Decision
+    where
+        K: Borrow<Q>,
+    {
+        let shard = self.shard_of(key.get());
         if let Some(packing) = self.packing {
             let buckets = read(shard);
             // Read under the lock: no earlier than the clock the last sweep rolled to.
             let seen_ms = self.latest_ms.load(Ordering::Relaxed);
             let elapsed_ms = now_ms.max(seen_ms) - buckets.window_start_ms;
             if elapsed_ms < self.limit.window_ms() {
-                if let Some(word) = buckets.packed.get(&key) {
+                if let Some(word) = buckets.packed.get(key.get()) {
                     let decision = charge_packed(
                         &self.limit,
                         packing,
@@ -365,14 +437,17 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
 
     /// `charge` under the shard's write lock: sweeps the shard first if the clock is in a
     /// later window, then decides, adding the key if it is new.
-    fn charge_exclusively(
+    fn charge_exclusively<Q: Hash + Eq + ?Sized>(
         &self,
         shard: &PaddedShard<K, S>,
-        key: K,
+        key: KeyArg<'_, K, Q>,
         now_ms: u64,
         cost: u64,
         charge: Charge,
-    ) -> Decision {
+    ) -> Decision
+    where
+        K: Borrow<Q>,
+    {
         let mut guard = write(shard);
         let seen_ms = self.latest_ms.load(Ordering::Relaxed);
         let at_ms = now_ms.max(seen_ms);
@@ -387,73 +462,52 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         let buckets = &mut *guard;
         let elapsed_ms = at_ms - buckets.window_start_ms;
         let decision = match self.packing {
-            Some(packing) if buckets.wide.is_empty() || !buckets.wide.contains_key(&key) => {
+            Some(packing) if buckets.wide.is_empty() || !buckets.wide.contains_key(key.get()) => {
                 let start_ms = buckets.window_start_ms;
-                match buckets.packed.entry(key) {
-                    Entry::Occupied(entry) => {
-                        match charge_packed(
-                            &self.limit,
-                            packing,
-                            entry.get(),
-                            start_ms,
-                            elapsed_ms,
-                            cost,
-                            charge,
-                        ) {
-                            Some(decision) => decision,
-                            None => {
-                                let (key, word) = entry.remove_entry();
-                                let bucket = packing.unpack(word.load(Ordering::Relaxed));
-                                self.charge_widened(
-                                    &mut buckets.wide,
-                                    key,
-                                    bucket,
-                                    start_ms,
-                                    at_ms,
-                                    cost,
-                                    charge,
-                                )
+                let decide = |word: &AtomicU64| {
+                    charge_packed(
+                        &self.limit,
+                        packing,
+                        word,
+                        start_ms,
+                        elapsed_ms,
+                        cost,
+                        charge,
+                    )
+                };
+                match buckets.packed.get(key.get()).map(decide) {
+                    Some(Some(decision)) => decision,
+                    // More than the packed counters hold: the key moves to the wide map.
+                    Some(None) => {
+                        let (key, bucket) = match buckets.packed.remove_entry(key.get()) {
+                            Some((key, word)) => {
+                                (key, packing.unpack(word.load(Ordering::Relaxed)))
                             }
-                        }
+                            None => (key.into_owned(), EMPTY),
+                        };
+                        let wide = &mut buckets.wide;
+                        self.charge_widened(wide, key, bucket, start_ms, at_ms, cost, charge)
                     }
-                    Entry::Vacant(entry) => {
+                    None => {
                         let word = AtomicU64::new(0);
-                        match charge_packed(
-                            &self.limit,
-                            packing,
-                            &word,
-                            start_ms,
-                            elapsed_ms,
-                            cost,
-                            charge,
-                        ) {
+                        match decide(&word) {
                             Some(decision) => {
-                                entry.insert(word);
+                                buckets.packed.insert(key.into_owned(), word);
                                 decision
                             }
                             None => {
-                                let fresh = Packed {
-                                    previous: 0,
-                                    current: 0,
-                                    latest_offset_ms: 0,
-                                };
-                                let key = entry.into_key();
-                                self.charge_widened(
-                                    &mut buckets.wide,
-                                    key,
-                                    fresh,
-                                    start_ms,
-                                    at_ms,
-                                    cost,
-                                    charge,
-                                )
+                                let (wide, key) = (&mut buckets.wide, key.into_owned());
+                                self.charge_widened(wide, key, EMPTY, start_ms, at_ms, cost, charge)
                             }
                         }
                     }
                 }
             }
             _ => {
-                let state = buckets.wide.entry(key).or_default();
+                let state = match buckets.wide.get_mut(key.get()) {
+                    Some(state) => state,
+                    None => buckets.wide.entry(key.into_owned()).or_default(),
+                };
                 charge.apply(state, &self.limit, at_ms, cost)
             }
         };

@@ -164,16 +164,9 @@ impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
     }
 
     fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
-        Ok(match op {
-            Op::Hit | Op::Reserve { .. } => self.hit(key.clone(), now_ms, cost),
-            Op::Peek => self.peek(key, now_ms, cost),
-            Op::Record => self.record(key.clone(), now_ms, cost),
-            Op::Settle {
-                reserved_at_ms,
-                reserved,
-                ..
-            } => self.settle_parts(key.clone(), reserved_at_ms, reserved, now_ms, cost),
-        })
+        Ok(crate::ConcurrentKeyedLimiter::decide(
+            self, key, op, now_ms, cost,
+        ))
     }
 }
 
@@ -188,6 +181,8 @@ impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
     }
 
     fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
-        (&**self).decide(key, op, now_ms, cost)
+        Ok(crate::ConcurrentKeyedLimiter::decide(
+            self, key, op, now_ms, cost,
+        ))
     }
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::{ready, Future};
 
 use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
-use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, Reservation};
+use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op};
 
 /// A store of buckets, one per (group, key), each group with its own limit: what the
 /// layer asks before the handler ([`Op::Peek`]) and charges after it ([`Op::Record`]).
@@ -128,18 +128,8 @@ impl InProcess {
         let keyed = self.groups.get(group).ok_or_else(|| UnknownGroup {
             group: group.to_string(),
         })?;
-        let key = key.to_string();
-        Ok(with_limiter!(keyed, limiter => match op {
-            Op::Hit | Op::Reserve { .. } => limiter.hit(key, now_ms, cost),
-            Op::Peek => limiter.peek(&key, now_ms, cost),
-            Op::Record => limiter.record(key, now_ms, cost),
-            Op::Settle { reserved_at_ms, reserved, ticket } => limiter.settle(
-                key,
-                Reservation::from_parts(reserved_at_ms, reserved, ticket),
-                now_ms,
-                cost,
-            ),
-        }))
+        // Borrowed: the key is copied only when its bucket is new.
+        Ok(with_limiter!(keyed, limiter => limiter.decide(key, op, now_ms, cost)))
     }
 }
 
