@@ -316,3 +316,35 @@ pub fn assert_denial_leaves_no_key(
         assert!(!conn.exists::<_, bool>(&key).unwrap(), "{key}");
     }
 }
+
+/// A sliding log as Redis holds it: the bucket's hash and its list of entries.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LogStored {
+    pub hash: HashMap<String, String>,
+    pub entries: Vec<String>,
+}
+
+/// `key`'s sliding log, as Redis holds it.
+pub fn stored_log(
+    conn: &mut redis::Connection,
+    limiter: &trickle_redis::RedisLimiter,
+    key: &str,
+) -> LogStored {
+    let keys = limiter.redis_keys(key);
+    LogStored {
+        hash: conn.hgetall(&keys[0]).expect("HGETALL"),
+        entries: conn.lrange(&keys[1], 0, -1).expect("LRANGE"),
+    }
+}
+
+/// Whether a core decision that charged after the fact (a record, a settle) left the
+/// bucket past 2^53 scaled by W, where Redis refuses it: the floating window's counters
+/// together, the others' usage.
+pub fn past_exact_range(charged: &trickle::Decision) -> bool {
+    let window = u128::from(charged.limit.window_ms());
+    let scaled = match charged.counters {
+        Some(counters) => (counters.previous + counters.current) * window,
+        None => charged.used.numerator(),
+    };
+    scaled > 1 << 53
+}
