@@ -18,14 +18,15 @@ pub const MAX_TIME_MS: u64 = 1 << 53;
 /// end of the next window, for the fixed window the end of this one, for the token bucket
 /// the moment it is full again) and expires the key that long after, plus this grace:
 /// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
-/// this much still find it.
+/// this much still find it. A reservation's pending record is kept the same way, until
+/// its tokens stop counting, plus this grace.
 pub const EXPIRY_GRACE_MS: u64 = 1_000;
 
 const OUTCOME_ALLOWED: u64 = 0;
 const OUTCOME_DENIED: u64 = 1;
 const OUTCOME_EXCEEDS: u64 = 2;
-/// A `record` that would take the bucket's counts past the integers a Lua number holds
-/// exactly; the script wrote nothing.
+/// A `record` or a `settle` that would take the bucket's counts past the integers a Lua
+/// number holds exactly; the script wrote nothing.
 const OUTCOME_OUT_OF_RANGE: u64 = 3;
 
 /// Whose clock a decision is made on.
@@ -44,8 +45,10 @@ pub enum Clock {
 /// A rate limiter whose buckets live in Redis, one key per bucket, all under one limit,
 /// with the algorithm chosen at run time.
 ///
-/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`; the braces make `PREFIX:KEY` its
-/// Redis Cluster hash tag, so every key one decision touches is in one slot.
+/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`, and a reservation's pending record
+/// is beside it ([`reservation_key`](RedisLimiter::reservation_key)); the braces make
+/// `PREFIX:KEY` their Redis Cluster hash tag, so every key one decision touches is in one
+/// slot.
 #[derive(Debug, Clone)]
 pub struct RedisLimiter {
     algorithm: Algorithm,
@@ -137,7 +140,9 @@ impl RedisLimiter {
 
     /// Every Redis key `key`'s bucket uses, all in the hash tag `{PREFIX:KEY}` and so in
     /// one Cluster slot: the bucket's own key, and for the sliding log the list of its
-    /// entries beside it (`{PREFIX:KEY}:sliding-log:entries`).
+    /// entries beside it (`{PREFIX:KEY}:sliding-log:entries`). Reservations' pending
+    /// records are in the same slot too, one key each
+    /// ([`reservation_key`](RedisLimiter::reservation_key)).
     pub fn redis_keys(&self, key: &str) -> Vec<String> {
         let bucket = self.redis_key(key);
         match self.algorithm {
@@ -147,6 +152,15 @@ impl RedisLimiter {
             }
             _ => vec![bucket],
         }
+    }
+
+    /// The pending record of `key`'s reservation under `ticket`:
+    /// `{PREFIX:KEY}:ALGORITHM:reservation:TICKET`, the ticket in 16 hexadecimal digits, in
+    /// the bucket's hash tag. An admitted [`Op::Reserve`] writes it and the first
+    /// [`Op::Settle`] to run deletes it; it expires when the reservation's tokens stop
+    /// counting, plus [`EXPIRY_GRACE_MS`].
+    pub fn reservation_key(&self, key: &str, ticket: u64) -> String {
+        format!("{}:reservation:{ticket:016x}", self.redis_key(key))
     }
 
     /// Decides a request of `cost` tokens at `now_ms` for `key`, and spends the cost if it
@@ -189,7 +203,19 @@ impl RedisLimiter {
         self.decide(conn, key, Op::Record, now_ms, cost)
     }
 
-    /// Runs the algorithm's script for `op` and reads its answer into the core's `Decision`.
+    /// Runs the algorithm's script for `op` and reads its answer into the core's `Decision`:
+    /// the core's `decide` on the same requests ([`trickle::Bucket::decide`]), in one round
+    /// trip for every op.
+    ///
+    /// - [`Op::Reserve`] is a hit that, when admitted, also writes the reservation's pending
+    ///   record under its ticket ([`reservation_key`](RedisLimiter::reservation_key)).
+    /// - [`Op::Settle`] settles at `cost` (the final cost) as the core's settle does, if it
+    ///   deletes that pending record; otherwise it changes no counts and answers the bucket
+    ///   as it stands.
+    ///
+    /// The core's [`Store::reserve`](trickle::Store::reserve) and
+    /// [`Store::settle`](trickle::Store::settle) (on a [`RedisStore`](crate::RedisStore))
+    /// draw the ticket and send both.
     pub fn decide(
         &self,
         conn: &mut dyn ConnectionLike,
@@ -198,8 +224,9 @@ impl RedisLimiter {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, RedisError> {
-        let reply: Value = self.invocation(key, op, now_ms, cost)?.invoke(conn)?;
-        self.read_reply(&reply, cost)
+        let invocation = self.invocation(key, op, now_ms, cost)?;
+        let reply: Value = invocation.invoke::<Value>(conn)?;
+        self.read_reply(&reply, op, cost)
     }
 
     /// [`decide`](RedisLimiter::decide) on an async connection (the `aio` feature): for
@@ -218,11 +245,9 @@ impl RedisLimiter {
     where
         C: redis::aio::ConnectionLike,
     {
-        let reply: Value = self
-            .invocation(key, op, now_ms, cost)?
-            .invoke_async(conn)
-            .await?;
-        self.read_reply(&reply, cost)
+        let invocation = self.invocation(key, op, now_ms, cost)?;
+        let reply: Value = invocation.invoke_async::<Value>(conn).await?;
+        self.read_reply(&reply, op, cost)
     }
 
     /// The script call for one decision, its arguments checked: the same for the sync and
@@ -237,46 +262,68 @@ impl RedisLimiter {
         if self.clock == Clock::Caller && now_ms > MAX_TIME_MS {
             return Err(RedisError::TimeTooLarge { now_ms });
         }
-        if op == Op::Record && cost > MAX_TIME_MS {
-            return Err(RedisError::RecordOutOfRange { cost });
-        }
         let tokens = self.limit.tokens();
         let window_ms = self.limit.window_ms();
-        // A hit or peek decides every cost above N alike, so the script never sees a number
-        // past 2^53; a record charges what it is given, and the script refuses what would
-        // leave the exact range.
-        let script_cost = match op {
-            Op::Hit | Op::Peek | Op::Reserve { .. } => cost.min(tokens + 1),
-            Op::Record => cost,
-            Op::Settle { .. } => {
-                return Err(RedisError::BadReply {
-                    reply: "settle is not run on Redis yet".to_string(),
-                })
+        // A hit, peek or reserve decides every cost above N alike, so the script never sees
+        // a number past 2^53; a record or a settle charges what it is given, and the script
+        // refuses what would leave the exact range.
+        let (name, script_cost, ticket) = match op {
+            Op::Hit => ("hit", cost.min(tokens + 1), None),
+            Op::Peek => ("peek", cost.min(tokens + 1), None),
+            Op::Reserve { ticket } => ("reserve", cost.min(tokens + 1), Some(ticket)),
+            Op::Record if cost > MAX_TIME_MS => {
+                return Err(RedisError::RecordOutOfRange { cost });
+            }
+            Op::Record => ("record", cost, None),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ticket,
+            } => {
+                // A reservation's time is a decision's, on the clock decisions are made on
+                // (the server's too, with `Clock::Server`), so it is checked on both.
+                if reserved_at_ms > MAX_TIME_MS {
+                    return Err(RedisError::TimeTooLarge {
+                        now_ms: reserved_at_ms,
+                    });
+                }
+                if cost > MAX_TIME_MS || reserved > MAX_TIME_MS {
+                    return Err(RedisError::SettleOutOfRange { reserved, cost });
+                }
+                ("settle", cost, Some(ticket))
             }
         };
         let mut invocation = self.script.key(self.redis_keys(key));
+        if let Some(ticket) = ticket {
+            // The scripts find the pending record last in KEYS, so Redis Cluster sees it.
+            invocation.key(self.reservation_key(key, ticket));
+        }
         invocation
             .arg(tokens)
             .arg(window_ms)
             .arg(now_ms)
             .arg(script_cost)
             .arg(EXPIRY_GRACE_MS)
-            .arg(match op {
-                Op::Hit | Op::Reserve { .. } | Op::Settle { .. } => "hit",
-                Op::Peek => "peek",
-                Op::Record => "record",
-            })
+            .arg(name)
             .arg(match self.clock {
                 Clock::Caller => "caller",
                 Clock::Server => "server",
             });
+        if let Op::Settle {
+            reserved_at_ms,
+            reserved,
+            ..
+        } = op
+        {
+            invocation.arg(reserved_at_ms).arg(reserved);
+        }
         Ok(invocation)
     }
 
     /// The nine integers every script returns: outcome, used × W, the time decided at, the
     /// wait from that time (for a denial), the caller's time (the server's with
     /// [`Clock::Server`]), whether counters follow, and previous, current and elapsed.
-    fn read_reply(&self, reply: &Value, cost: u64) -> Result<Decision, RedisError> {
+    fn read_reply(&self, reply: &Value, op: Op, cost: u64) -> Result<Decision, RedisError> {
         let [outcome, used, at_ms, wait_ms, now_ms, has_counters, previous, current, elapsed_ms] =
             integers(reply)?;
         let outcome = match outcome {
@@ -290,7 +337,12 @@ impl RedisLimiter {
                     .saturating_add(wait_ms),
             },
             OUTCOME_EXCEEDS => Outcome::ExceedsLimit,
-            OUTCOME_OUT_OF_RANGE => return Err(RedisError::RecordOutOfRange { cost }),
+            OUTCOME_OUT_OF_RANGE => {
+                return Err(match op {
+                    Op::Settle { reserved, .. } => RedisError::SettleOutOfRange { reserved, cost },
+                    _ => RedisError::RecordOutOfRange { cost },
+                })
+            }
             _ => return Err(bad_reply(reply)),
         };
         let window_ms = self.limit.window_ms();
