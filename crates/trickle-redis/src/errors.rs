@@ -96,6 +96,14 @@ pub enum RedisError {
     /// window), as a record would, or whose costs are beyond 2^53 themselves; nothing was
     /// charged or refunded, and the reservation is still pending.
     SettleOutOfRange { reserved: u64, cost: u64 },
+    /// A settle was sent `attempts` times and no answer came back; `error` is what made its
+    /// outcome unknown first (a timeout, a connection dropped). Redis applied it once or
+    /// not at all: every copy after the first to run finds its reservation settled and
+    /// changes nothing. Not at all leaves the reserve charged, as for a dropped request.
+    SettleUnknown {
+        attempts: u32,
+        error: redis::RedisError,
+    },
     /// The script answered something other than its nine integers: another program
     /// writes to the same key, or the script and this crate disagree.
     BadReply { reply: String },
@@ -132,6 +140,13 @@ impl fmt::Display for RedisError {
                  past 2^53 tokens × ms, the largest count the Redis script holds exactly; \
                  nothing was charged, and the reservation is still pending"
             ),
+            RedisError::SettleUnknown { attempts, error } => write!(
+                f,
+                "the settle's outcome is unknown after {attempts} attempt{}: {error}; Redis \
+                 applied it once or not at all (a copy that finds its reservation settled \
+                 changes nothing)",
+                if *attempts == 1 { "" } else { "s" }
+            ),
             RedisError::BadReply { reply } => write!(
                 f,
                 "the limiter's script answered {reply}, not nine integers: is another \
@@ -144,7 +159,7 @@ impl fmt::Display for RedisError {
 impl std::error::Error for RedisError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            RedisError::Redis(err) => Some(err),
+            RedisError::Redis(err) | RedisError::SettleUnknown { error: err, .. } => Some(err),
             _ => None,
         }
     }

@@ -76,5 +76,5 @@ mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use failure::{Admission, OnFailure};
-pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
+pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS, SETTLE_ATTEMPTS};
 pub use store::RedisStore;

@@ -2,7 +2,7 @@
 //! one Lua script per algorithm, each returning the same nine integers, which this side
 //! turns into the core's own [`Decision`].
 
-use std::num::NonZeroU64;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use redis::{ConnectionLike, Script, ScriptInvocation, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
@@ -21,6 +21,11 @@ pub const MAX_TIME_MS: u64 = 1 << 53;
 /// this much still find it. A reservation's pending record is kept the same way, until
 /// its tokens stop counting, plus this grace.
 pub const EXPIRY_GRACE_MS: u64 = 1_000;
+
+/// How many times [`RedisLimiter`] sends a settle whose outcome is unknown (a timeout, a
+/// connection dropped before the answer) unless
+/// [`with_settle_attempts`](RedisLimiter::with_settle_attempts) says otherwise: 3.
+pub const SETTLE_ATTEMPTS: NonZeroU32 = NonZeroU32::MIN.saturating_add(2);
 
 const OUTCOME_ALLOWED: u64 = 0;
 const OUTCOME_DENIED: u64 = 1;
@@ -55,6 +60,7 @@ pub struct RedisLimiter {
     limit: Limit,
     prefix: String,
     clock: Clock,
+    settle_attempts: NonZeroU32,
     script: Script,
 }
 
@@ -89,6 +95,7 @@ impl RedisLimiter {
             limit,
             prefix: prefix.to_string(),
             clock: Clock::Caller,
+            settle_attempts: SETTLE_ATTEMPTS,
             script: Script::new(text),
         })
     }
@@ -116,6 +123,26 @@ impl RedisLimiter {
     pub fn with_clock(mut self, clock: Clock) -> RedisLimiter {
         self.clock = clock;
         self
+    }
+
+    /// The same limiter sending a settle up to `attempts` times in all while its outcome is
+    /// unknown (a timeout, a connection dropped before the answer); [`SETTLE_ATTEMPTS`]
+    /// unless set. Safe because a settle applies once however often it is sent: the first
+    /// copy Redis runs deletes the reservation's pending record, and a copy that finds none
+    /// changes nothing (see the crate's documentation). Nothing else is ever sent again: a
+    /// reserve sent twice could spend twice.
+    ///
+    /// Each attempt waits as long as the connection's own timeout allows, and the next one
+    /// is sent at once on the same connection: the redis crate drops the late answer to
+    /// an attempt that timed out, so every attempt reads its own answer.
+    pub fn with_settle_attempts(mut self, attempts: NonZeroU32) -> RedisLimiter {
+        self.settle_attempts = attempts;
+        self
+    }
+
+    /// How many times a settle whose outcome is unknown is sent, in all.
+    pub fn settle_attempts(&self) -> NonZeroU32 {
+        self.settle_attempts
     }
 
     /// The algorithm every bucket runs.
@@ -208,10 +235,13 @@ impl RedisLimiter {
     /// trip for every op.
     ///
     /// - [`Op::Reserve`] is a hit that, when admitted, also writes the reservation's pending
-    ///   record under its ticket ([`reservation_key`](RedisLimiter::reservation_key)).
+    ///   record under its ticket ([`reservation_key`](RedisLimiter::reservation_key)). It is
+    ///   sent once: an error leaves the caller's fail-open or fail-closed rule to decide.
     /// - [`Op::Settle`] settles at `cost` (the final cost) as the core's settle does, if it
     ///   deletes that pending record; otherwise it changes no counts and answers the bucket
-    ///   as it stands.
+    ///   as it stands. Sent again while its outcome is unknown, up to
+    ///   [`settle_attempts`](RedisLimiter::settle_attempts) times in all; then the error is
+    ///   [`RedisError::SettleUnknown`].
     ///
     /// The core's [`Store::reserve`](trickle::Store::reserve) and
     /// [`Store::settle`](trickle::Store::settle) (on a [`RedisStore`](crate::RedisStore))
@@ -225,8 +255,15 @@ impl RedisLimiter {
         cost: u64,
     ) -> Result<Decision, RedisError> {
         let invocation = self.invocation(key, op, now_ms, cost)?;
-        let reply: Value = invocation.invoke::<Value>(conn)?;
-        self.read_reply(&reply, op, cost)
+        let (mut attempt, mut unknown) = (1, None);
+        loop {
+            match invocation.invoke::<Value>(conn) {
+                Ok(reply) => return self.read_reply(&reply, op, cost),
+                Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
+            }
+            // send_again ends the loop once `attempt` reaches settle_attempts, a u32.
+            attempt += 1;
+        }
     }
 
     /// [`decide`](RedisLimiter::decide) on an async connection (the `aio` feature): for
@@ -246,8 +283,47 @@ impl RedisLimiter {
         C: redis::aio::ConnectionLike,
     {
         let invocation = self.invocation(key, op, now_ms, cost)?;
-        let reply: Value = invocation.invoke_async::<Value>(conn).await?;
-        self.read_reply(&reply, op, cost)
+        let (mut attempt, mut unknown) = (1, None);
+        loop {
+            match invocation.invoke_async::<Value>(conn).await {
+                Ok(reply) => return self.read_reply(&reply, op, cost),
+                Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
+            }
+            // send_again ends the loop once `attempt` reaches settle_attempts, a u32.
+            attempt += 1;
+        }
+    }
+
+    /// After attempt number `attempt` (from 1) of `op` failed with `err`: `Ok` to send it
+    /// again, or the error to return. Only a settle is sent again, and only while its
+    /// outcome is unknown; `unknown` keeps the failure that first made it so, which is what
+    /// the error reports (later attempts on a broken connection only say "broken pipe").
+    fn send_again(
+        &self,
+        op: Op,
+        attempt: u32,
+        err: redis::RedisError,
+        unknown: &mut Option<redis::RedisError>,
+    ) -> Result<(), RedisError> {
+        if !matches!(op, Op::Settle { .. }) {
+            return Err(RedisError::Redis(err));
+        }
+        let again = outcome_unknown(&err);
+        let cause = match unknown.take() {
+            Some(first) => first,
+            None if again => err,
+            // The first attempt failed and Redis said why: nothing ran.
+            None => return Err(RedisError::Redis(err)),
+        };
+        if again && attempt < self.settle_attempts.get() {
+            *unknown = Some(cause);
+            Ok(())
+        } else {
+            Err(RedisError::SettleUnknown {
+                attempts: attempt,
+                error: cause,
+            })
+        }
     }
 
     /// The script call for one decision, its arguments checked: the same for the sync and
@@ -373,6 +449,12 @@ pub(crate) fn script(algorithm: Algorithm) -> Option<(&'static str, u128)> {
         Algorithm::TokenBucket => Some((token_bucket::SCRIPT, token_bucket::MAX_SCALED)),
         Algorithm::SlidingLog => Some((sliding_log::SCRIPT, sliding_log::MAX_SCALED)),
     }
+}
+
+/// Whether a failed command may have run: it timed out waiting for the answer, or the
+/// connection broke (before it was sent, or after: nobody can tell which).
+fn outcome_unknown(err: &redis::RedisError) -> bool {
+    err.is_timeout() || err.is_connection_dropped() || err.is_io_error()
 }
 
 /// The script's nine non-negative integers; anything else is a [`RedisError::BadReply`].
