@@ -133,6 +133,21 @@ compare(
   undefined,
   REDIS,
 );
+// A request that reserves before its handler and settles after it runs two scripts, two
+// round trips; the same INCRBY round trip is the baseline.
+for (const [percentile, key] of [
+  ["p50", "p50Us"],
+  ["p99", "p99Us"],
+]) {
+  compare(
+    `Redis reserve + settle (two scripts, two round trips) vs \`INCRBY\`, ${percentile} latency per request, ${redisSetup}, limit ${redisLoad.reserveSettleLimit}`,
+    redisLoad.reserveSettle[key],
+    redisLoad.incrby[key],
+    "µs",
+    undefined,
+    REDIS,
+  );
+}
 const misadmitted = Math.max(...redisLoad.allowed.map((allowed) => Math.abs(allowed - redisLoad.expectedAllowed)));
 absolute(
   `Redis admissions off the core's count, ${redisLoadShape} at a frozen clock, each of ${redisLoad.rounds} rounds, limit ${redisLoad.limit} (admitted ${redisLoad.allowed.map(format).join(", ")} of ${format(redisLoad.connections * redisLoad.decisionsPerConnection)}; the core ${format(redisLoad.expectedAllowed)})`,

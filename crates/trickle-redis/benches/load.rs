@@ -7,9 +7,16 @@
 //! admitted as the in-process core admits for the same requests: many connections racing on
 //! one key must not let one request too many through. Each decision is timed on its own;
 //! p50, p99 and decisions per second are compared with the same load of `INCRBY key 1`.
-//! The two alternate over 3 rounds, each after a warm-up, and the medians are reported, so
-//! that whatever else the machine does falls on both alike. Speed is reported as a ratio,
-//! never asserted.
+//!
+//! Beside them, the same load of requests that reserve before their handler and settle
+//! after it (ESI's flow: reserve 1 token, settle at 2), two scripts and two round trips a
+//! request, timed together, under a limit that admits them all. The benchmark fails unless
+//! the bucket ends holding exactly 2 tokens a request and no pending record is left: 8
+//! connections settling on one key must apply every settle once.
+//!
+//! The three alternate over 3 rounds, each after a warm-up, and the medians are reported,
+//! so that whatever else the machine does falls on all alike. Speed is reported as a
+//! ratio, never asserted.
 //!
 //! `cargo bench -p trickle-redis --bench load` writes `target/bench/redis-load.json` (read by
 //! `benches/report.mjs`). Run without `--bench` (as `cargo test --benches` does) it makes a
@@ -22,6 +29,7 @@ mod figures;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
@@ -51,6 +59,85 @@ fn floating_window(limit: Limit) -> impl Fn(&mut Connection, &str) -> Result<boo
     }
 }
 
+/// What a request reserves before its handler, and what its answer costs (ESI's 2XX).
+const RESERVE: u64 = 1;
+const SETTLED: u64 = 2;
+
+/// A request that reserves before its handler and settles after it, timed as one: two
+/// scripts, two round trips. Tickets come from a counter (the core's `Store::reserve`
+/// draws them the same way, mixed with a word of its process), unique within the run.
+fn reserve_then_settle(
+    limit: Limit,
+) -> impl Fn(&mut Connection, &str) -> Result<bool, String> + Sync {
+    let limiter = trickle_redis::RedisLimiter::new(trickle::Algorithm::Floating, limit, "load")
+        .expect("within 2^52");
+    let tickets = AtomicU64::new(0);
+    move |conn, key| {
+        let ticket = tickets.fetch_add(1, Ordering::Relaxed);
+        let reserve = trickle::Op::Reserve { ticket };
+        let reserved = limiter
+            .decide(conn, key, reserve, NOW_MS, RESERVE)
+            .map_err(|err| err.to_string())?;
+        if !reserved.is_allowed() {
+            return Ok(false);
+        }
+        let settle = trickle::Op::Settle {
+            reserved_at_ms: reserved.at_ms,
+            reserved: RESERVE,
+            ticket,
+        };
+        limiter
+            .decide(conn, key, settle, NOW_MS, SETTLED)
+            .map(|_| true)
+            .map_err(|err| err.to_string())
+    }
+}
+
+/// After a reserve-and-settle phase on `key`: every request admitted, the bucket holding
+/// exactly what they were settled at, and no pending record left.
+fn check_settled(
+    conn: &mut Connection,
+    limit: Limit,
+    key: &str,
+    phase: &Phase,
+) -> Result<(), String> {
+    let requests = phase.latencies_ns.len() as u64;
+    if phase.allowed != requests {
+        return Err(format!(
+            "admitted {} of {requests} reserves under a limit with room for all",
+            phase.allowed
+        ));
+    }
+    let limiter = trickle_redis::RedisLimiter::new(trickle::Algorithm::Floating, limit, "load")
+        .expect("within 2^52");
+    let used = limiter
+        .peek(conn, key, NOW_MS, 0)
+        .map_err(|err| err.to_string())?
+        .used;
+    let want = trickle::Tokens::new(
+        u128::from(requests * SETTLED) * u128::from(limit.window_ms()),
+        std::num::NonZeroU64::new(limit.window_ms()).expect("a window of 1 ms or more"),
+    );
+    if used != want {
+        return Err(format!(
+            "{requests} requests settled at {SETTLED} left {used} tokens in use, not {want}"
+        ));
+    }
+    let pattern = format!("{}:reservation:*", limiter.redis_key(key));
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query(conn)
+        .map_err(|err| err.to_string())?;
+    if !left.is_empty() {
+        return Err(format!(
+            "{} pending records left after every settle, e.g. {}",
+            left.len(),
+            left[0]
+        ));
+    }
+    Ok(())
+}
+
 /// The baseline: one round trip that changes a key, admitting everything.
 fn incrby(conn: &mut Connection, key: &str) -> Result<bool, String> {
     redis::cmd("INCRBY")
@@ -67,6 +154,8 @@ struct Load {
     rounds: usize,
     /// Three eighths of the requests fit, so most of them are decided on a full bucket.
     limit: Limit,
+    /// Room for every request of a reserve-and-settle phase, at its final cost.
+    roomy: Limit,
     write_report: bool,
 }
 
@@ -83,6 +172,8 @@ impl Load {
             warmup_per_connection: warmup,
             rounds,
             limit: Limit::new(tokens, HOUR_MS).expect("a valid limit"),
+            roomy: Limit::new((CONNECTIONS * decisions) as u64 * SETTLED, HOUR_MS)
+                .expect("a valid limit"),
             write_report: full,
         }
     }
@@ -165,6 +256,7 @@ fn model_allowed(limit: Limit, total: u64) -> u64 {
 struct Round {
     script: Figures,
     incrby: Figures,
+    reserve_settle: Figures,
     allowed: u64,
 }
 
@@ -177,6 +269,7 @@ fn run(load: &Load) -> Result<(), String> {
         .map_err(|err| err.to_string())?;
     let script = floating_window(load.limit);
     let expected = model_allowed(load.limit, load.total());
+    let pair = reserve_then_settle(load.roomy);
 
     let mut rounds = Vec::with_capacity(load.rounds);
     for round in 0..load.rounds {
@@ -216,13 +309,31 @@ fn run(load: &Load) -> Result<(), String> {
             }
             Ok(measured)
         };
-        // Alternate which goes first, so that neither always meets a colder machine.
-        let (script_phase, incrby_phase) = if round % 2 == 0 {
-            let script_phase = run_script(&mut connections)?;
-            (script_phase, run_incrby(&mut connections)?)
-        } else {
-            let incrby_phase = run_incrby(&mut connections)?;
-            (run_script(&mut connections)?, incrby_phase)
+        let run_pair = |connections: &mut [Connection]| {
+            phase(
+                connections,
+                &format!("settle-warm-{round}"),
+                load.warmup_per_connection,
+                &pair,
+            )?;
+            let key = format!("settle-load-{round}");
+            let measured = phase(connections, &key, load.decisions_per_connection, &pair)?;
+            check_settled(&mut connections[0], load.roomy, &key, &measured)?;
+            Ok::<_, String>(measured)
+        };
+        // Rotate which goes first, so that none always meets a colder machine.
+        let (mut script_phase, mut incrby_phase, mut pair_phase) = (None, None, None);
+        for slot in 0..3 {
+            match (round + slot) % 3 {
+                0 => script_phase = Some(run_script(&mut connections)?),
+                1 => incrby_phase = Some(run_incrby(&mut connections)?),
+                _ => pair_phase = Some(run_pair(&mut connections)?),
+            }
+        }
+        let (Some(script_phase), Some(incrby_phase), Some(pair_phase)) =
+            (script_phase, incrby_phase, pair_phase)
+        else {
+            return Err("a phase did not run".to_string());
         };
         if script_phase.allowed != expected {
             return Err(format!(
@@ -236,15 +347,17 @@ fn run(load: &Load) -> Result<(), String> {
             allowed: script_phase.allowed,
             script: script_phase.figures(),
             incrby: incrby_phase.figures(),
+            reserve_settle: pair_phase.figures(),
         });
     }
 
     let script = median_figures(rounds.iter().map(|round| round.script));
     let incrby = median_figures(rounds.iter().map(|round| round.incrby));
-    print_summary(load, expected, &script, &incrby);
+    let pair = median_figures(rounds.iter().map(|round| round.reserve_settle));
+    print_summary(load, expected, &script, &incrby, &pair);
     if load.write_report {
         let path = target_dir().join("bench/redis-load.json");
-        let json = report_json(load, expected, &rounds, &script, &incrby);
+        let json = report_json(load, expected, &rounds, &script, &incrby, &pair);
         std::fs::create_dir_all(path.parent().expect("a parent folder"))
             .and_then(|()| std::fs::write(&path, json))
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
@@ -253,7 +366,7 @@ fn run(load: &Load) -> Result<(), String> {
     Ok(())
 }
 
-fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures) {
+fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures, pair: &Figures) {
     println!(
         "{CONNECTIONS} connections × {} requests on one key at a frozen clock, limit {}, \
          {} round(s), medians:",
@@ -263,8 +376,13 @@ fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures)
         "  admitted exactly {expected} of {} in every round, as the core does",
         load.total()
     );
+    println!(
+        "  reserve {RESERVE} + settle at {SETTLED}, limit {}: every settle applied once, no pending record left",
+        load.roomy
+    );
     for (name, figures) in [
         ("floating window script", script),
+        ("reserve + settle", pair),
         ("INCRBY round trip", incrby),
     ] {
         println!(
@@ -272,12 +390,15 @@ fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures)
             figures.p50_us, figures.p99_us, figures.per_second
         );
     }
-    println!(
-        "  script / INCRBY:       p50 {:.2}×, p99 {:.2}×, throughput {:.2}×",
-        script.p50_us / incrby.p50_us,
-        script.p99_us / incrby.p99_us,
-        script.per_second / incrby.per_second
-    );
+    for (name, figures) in [("script", script), ("reserve + settle", pair)] {
+        println!(
+            "  {:<27} p50 {:.2}×, p99 {:.2}×, throughput {:.2}×",
+            format!("{name} / INCRBY:"),
+            figures.p50_us / incrby.p50_us,
+            figures.p99_us / incrby.p99_us,
+            figures.per_second / incrby.per_second
+        );
+    }
 }
 
 fn report_json(
@@ -286,6 +407,7 @@ fn report_json(
     rounds: &[Round],
     script: &Figures,
     incrby: &Figures,
+    pair: &Figures,
 ) -> String {
     let allowed: Vec<String> = rounds
         .iter()
@@ -306,14 +428,17 @@ fn report_json(
     let _ = writeln!(json, r#"  "allowed": [{}],"#, allowed.join(", "));
     let _ = writeln!(json, r#"  "script": {},"#, script.json());
     let _ = writeln!(json, r#"  "incrby": {},"#, incrby.json());
+    let _ = writeln!(json, r#"  "reserveSettle": {},"#, pair.json());
+    let _ = writeln!(json, r#"  "reserveSettleLimit": "{}","#, load.roomy);
     let _ = writeln!(json, r#"  "perRound": ["#);
     for (n, round) in rounds.iter().enumerate() {
         let comma = if n + 1 < rounds.len() { "," } else { "" };
         let _ = writeln!(
             json,
-            r#"    {{ "script": {}, "incrby": {} }}{comma}"#,
+            r#"    {{ "script": {}, "incrby": {}, "reserveSettle": {} }}{comma}"#,
             round.script.json(),
-            round.incrby.json()
+            round.incrby.json(),
+            round.reserve_settle.json()
         );
     }
     let _ = writeln!(json, "  ]");

@@ -5,7 +5,7 @@ use std::fmt;
 
 use trickle::{Algorithm, Limit};
 
-use crate::limiter::script;
+use crate::limiter::{script, MAX_TIME_MS};
 
 /// A limit or key prefix that the Redis backend refuses at construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +92,18 @@ pub enum RedisError {
     /// A `record` whose cost would take the bucket's counts past 2^53 (scaled by the
     /// window), where Lua's numbers stop being exact; nothing was charged.
     RecordOutOfRange { cost: u64 },
+    /// A settle whose final `cost` would take the bucket's counts past 2^53 (scaled by the
+    /// window), as a record would, or whose costs are beyond 2^53 themselves; nothing was
+    /// charged or refunded, and the reservation is still pending.
+    SettleOutOfRange { reserved: u64, cost: u64 },
+    /// A settle was sent `attempts` times and no answer came back; `error` is what made its
+    /// outcome unknown first (a timeout, a connection dropped). Redis applied it once or
+    /// not at all: every copy after the first to run finds its reservation settled and
+    /// changes nothing. Not at all leaves the reserve charged, as for a dropped request.
+    SettleUnknown {
+        attempts: u32,
+        error: redis::RedisError,
+    },
     /// The script answered something other than its nine integers: another program
     /// writes to the same key, or the script and this crate disagree.
     BadReply { reply: String },
@@ -111,6 +123,30 @@ impl fmt::Display for RedisError {
                 "recording {cost} tokens would take the bucket past 2^53 tokens × ms, the \
                  largest count the Redis script holds exactly; nothing was charged"
             ),
+            RedisError::SettleOutOfRange { reserved, cost }
+                if *cost > MAX_TIME_MS || *reserved > MAX_TIME_MS =>
+            {
+                write!(
+                    f,
+                    "a settle's reserve and final cost must each be at most 2^53 = \
+                     9007199254740992 tokens, the largest the Redis script holds exactly; \
+                     got a reserve of {reserved} and a final cost of {cost}; nothing was \
+                     charged, and the reservation is still pending"
+                )
+            }
+            RedisError::SettleOutOfRange { reserved, cost } => write!(
+                f,
+                "settling a reserve of {reserved} tokens at {cost} would take the bucket \
+                 past 2^53 tokens × ms, the largest count the Redis script holds exactly; \
+                 nothing was charged, and the reservation is still pending"
+            ),
+            RedisError::SettleUnknown { attempts, error } => write!(
+                f,
+                "the settle's outcome is unknown after {attempts} attempt{}: {error}; Redis \
+                 applied it once or not at all (a copy that finds its reservation settled \
+                 changes nothing)",
+                if *attempts == 1 { "" } else { "s" }
+            ),
             RedisError::BadReply { reply } => write!(
                 f,
                 "the limiter's script answered {reply}, not nine integers: is another \
@@ -123,7 +159,7 @@ impl fmt::Display for RedisError {
 impl std::error::Error for RedisError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            RedisError::Redis(err) => Some(err),
+            RedisError::Redis(err) | RedisError::SettleUnknown { error: err, .. } => Some(err),
             _ => None,
         }
     }

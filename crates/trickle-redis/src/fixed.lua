@@ -8,6 +8,9 @@
 -- the core reads a clock that went backwards as the latest time seen. The core rolls its
 -- counter on every request; rolling here only when spending decides the same, because a
 -- request that spends nothing in a later window finds the counter empty either way.
+--
+-- A reservation's tokens count while its window lasts; its pending record expires at the
+-- window's end (plus the grace).
 
 local stored = redis.call('HMGET', KEYS[1], 'current', 'counted', 'seen')
 local current = tonumber(stored[1]) or 0
@@ -46,16 +49,33 @@ if op == 'record' then
     return {0, used, at, 0, now, 0, 0, 0, 0}
 end
 
+if op == 'settle' then
+    local settled = settle(reserved_at >= at - elapsed, function(more)
+        -- As a record: current × W stays exact.
+        return more <= floor_div(EXACT, window) - current
+    end, function(sign, tokens)
+        current = changed(current, sign, tokens)
+        used = current * window
+        save()
+    end, function()
+        note(seen, at, keep)
+    end)
+    if not settled then
+        return {3, used, at, 0, now, 0, 0, 0, 0}
+    end
+    return {0, used, at, 0, now, 0, 0, 0, 0}
+end
+
 local outcome, wait = judge(used), 0
 if outcome == 1 then
     -- Nothing comes back before the window ends, and then everything does.
     wait = window - elapsed
 end
 
-settle(outcome, seen, at, function()
+finish(outcome, seen, at, function()
     current = current + cost
     used = used + cost * window
     save()
-end, keep)
+end, keep, window - elapsed)
 
 return {outcome, used, at, wait, now, 0, 0, 0, 0}

@@ -3,6 +3,10 @@
 -- The hash holds previous, current, counted (the time the counters were last rolled to)
 -- and seen (the latest time any request brought).
 --
+-- A reservation's tokens are in `current` while its window lasts and in `previous` through
+-- the next one; from the end of that one on they no longer count, and its pending record
+-- expires then (plus the grace).
+--
 -- A request that spends nothing (denied, too large, cost 0, or a peek) leaves the
 -- counters alone and writes at most `seen`, and only when its time is later than any seen
 -- before: the core reads a clock that went backwards as the latest time seen, so that
@@ -55,6 +59,30 @@ if op == 'record' then
     return {0, used, at, 0, now, 1, previous, current, elapsed}
 end
 
+if op == 'settle' then
+    -- The counter that holds the reservation's tokens at `at`, if any still does.
+    local holds_current = reserved_at >= start
+    local holds_previous = not holds_current and start - reserved_at <= window
+    local settled = settle(holds_current or holds_previous, function(more)
+        -- As a record: (previous + current) × W stays exact.
+        return more <= floor_div(EXACT, window) - previous - current
+    end, function(sign, tokens)
+        if holds_current then
+            current = changed(current, sign, tokens)
+        else
+            previous = changed(previous, sign, tokens)
+        end
+        used = previous * (window - elapsed) + current * window
+        save()
+    end, function()
+        note(seen, at, keep)
+    end)
+    if not settled then
+        return {3, used, at, 0, now, 1, previous, current, elapsed}
+    end
+    return {0, used, at, 0, now, 1, previous, current, elapsed}
+end
+
 local outcome, wait = judge(used), 0
 if outcome == 1 then
     -- The first offset into a window at which `spent` tokens of the window before leave
@@ -76,10 +104,10 @@ if outcome == 1 then
     end
 end
 
-settle(outcome, seen, at, function()
+finish(outcome, seen, at, function()
     current = current + cost
     used = used + cost * window
     save()
-end, keep)
+end, keep, 2 * window - elapsed)
 
 return {outcome, used, at, wait, now, 1, previous, current, elapsed}

@@ -7,7 +7,8 @@
 //! request is allowed. [`RedisLimiter`] picks the algorithm at run time, as the core's
 //! [`trickle::Limiter`]; [`RedisStore`] is the core's [`trickle::Store`] over Redis.
 //!
-//! Redis runs all four of the core's algorithms, each with `hit`, `peek` and `record`:
+//! Redis runs all four of the core's algorithms, each with `hit`, `peek`, `record`, and
+//! `reserve` then `settle` ([below](#reserve-and-settle)):
 //!
 //! - `floating`, [`Algorithm::Floating`](trickle::Algorithm::Floating): two counters in a
 //!   hash, kept until the end of the window after the latest spend;
@@ -42,8 +43,63 @@
 //! construction when the script's largest product could leave that range
 //! ([`RedisLimitError::TooLarge`]; `N × W` at most 2^52 for the floating window, 2^53 − 1
 //! for the others, [`RedisLimiter::max_scaled`]), a time beyond 2^53 ms is refused before
-//! any script runs, and a `record` that would take a bucket beyond it is refused and
-//! charges nothing ([`RedisError::RecordOutOfRange`]).
+//! any script runs, and a `record` (or a settle) that would take a bucket beyond it is
+//! refused and charges nothing ([`RedisError::RecordOutOfRange`],
+//! [`RedisError::SettleOutOfRange`]).
+//!
+//! # Reserve and settle
+//!
+//! [`Op::Reserve`](trickle::Op::Reserve) and [`Op::Settle`](trickle::Op::Settle) decide as
+//! the core's reserve and settle do ([`trickle::reservation`]), field for field, in one
+//! script call, one round trip, each. [`RedisStore`] gets them from the core's
+//! [`Store::reserve`](trickle::Store::reserve) and [`Store::settle`](trickle::Store::settle),
+//! which draw the reservation's ticket.
+//!
+//! - An admitted reserve spends as a hit does and, in the same script, writes the
+//!   reservation's **pending record**, `{PREFIX:KEY}:ALGORITHM:reservation:TICKET`
+//!   ([`RedisLimiter::reservation_key`], in the bucket's hash tag and passed in `KEYS`, so
+//!   Redis Cluster sees it), holding `at:cost`. It expires when the reservation's tokens
+//!   stop counting, the moment from which the core's settle changes nothing (the floating
+//!   window: the end of the window after the reservation's; the fixed window: the end of
+//!   its window; the sliding log and the token bucket: W after the reservation), plus
+//!   [`EXPIRY_GRACE_MS`]. A refused reserve writes none.
+//! - A settle applies its difference only if it deletes that record (`DEL` answers 1), in
+//!   the same script. Otherwise it changes no counts and answers the bucket as it stands,
+//!   with the final cost as the decision's cost.
+//!
+//! **Why a settle sent again applies once.** The script that applies a settle is the one
+//! that deletes its record, and Redis runs scripts one at a time, so of any number of
+//! copies exactly the first to run can apply. A missing record means "nothing to do", never
+//! "apply": a copy that finds none is a copy of a settle already applied, or one that came
+//! after the record expired, when the reservation's tokens no longer count and the core's
+//! settle would change nothing either. So no pause of the server, the network or the
+//! caller, however long, makes a copy apply twice. (The opposite rule, a "settled" marker
+//! whose absence means "apply", would apply a late copy again once the marker expired.)
+//! What a very late settle costs instead: one that reaches Redis more than
+//! [`EXPIRY_GRACE_MS`] after its reservation stopped counting, on Redis's clock, changes
+//! nothing even when the caller's clock still had it counting. A settle is lost then,
+//! never doubled, and the reserve stays charged, as for a request that was never settled.
+//!
+//! Hence the retry: [`RedisLimiter`] sends a settle whose outcome is unknown (a timeout, a
+//! connection dropped mid-reply) again, up to [`RedisLimiter::settle_attempts`] times in
+//! all ([`SETTLE_ATTEMPTS`], 3, unless
+//! [`with_settle_attempts`](RedisLimiter::with_settle_attempts) says otherwise), and then
+//! answers [`RedisError::SettleUnknown`]. A reserve is never sent again: two copies could
+//! spend twice; the caller's [`OnFailure`] decides instead.
+//!
+//! With [`Clock::Server`], a reservation's time is its reserve decision's `at_ms`, read
+//! from the server's `TIME`, and its settle is decided at the server's `TIME` too (never
+//! before the reservation, as in the core), so both are on one clock; the pending record
+//! expires on that clock as well.
+//!
+//! A settle whose final cost would take the bucket's counts beyond 2^53 is refused as a
+//! `record` is, writing nothing ([`RedisError::SettleOutOfRange`]); its reservation stays
+//! pending, and a settle at a cost within the range still applies.
+//!
+//! `tests/settle.rs` runs random traces of hits, peeks, records, reserves and settles
+//! through the core and through Redis for all four algorithms, and `tests/settle_once.rs`
+//! sends settles twice, through a paused server and through a proxy that loses the answer,
+//! and checks the bucket changed once.
 //!
 //! # When Redis fails
 //!
@@ -76,5 +132,5 @@ mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use failure::{Admission, OnFailure};
-pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
+pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS, SETTLE_ATTEMPTS};
 pub use store::RedisStore;

@@ -2,7 +2,7 @@
 //! one Lua script per algorithm, each returning the same nine integers, which this side
 //! turns into the core's own [`Decision`].
 
-use std::num::NonZeroU64;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use redis::{ConnectionLike, Script, ScriptInvocation, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
@@ -18,14 +18,20 @@ pub const MAX_TIME_MS: u64 = 1 << 53;
 /// end of the next window, for the fixed window the end of this one, for the token bucket
 /// the moment it is full again) and expires the key that long after, plus this grace:
 /// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
-/// this much still find it.
+/// this much still find it. A reservation's pending record is kept the same way, until
+/// its tokens stop counting, plus this grace.
 pub const EXPIRY_GRACE_MS: u64 = 1_000;
+
+/// How many times [`RedisLimiter`] sends a settle whose outcome is unknown (a timeout, a
+/// connection dropped before the answer) unless
+/// [`with_settle_attempts`](RedisLimiter::with_settle_attempts) says otherwise: 3.
+pub const SETTLE_ATTEMPTS: NonZeroU32 = NonZeroU32::MIN.saturating_add(2);
 
 const OUTCOME_ALLOWED: u64 = 0;
 const OUTCOME_DENIED: u64 = 1;
 const OUTCOME_EXCEEDS: u64 = 2;
-/// A `record` that would take the bucket's counts past the integers a Lua number holds
-/// exactly; the script wrote nothing.
+/// A `record` or a `settle` that would take the bucket's counts past the integers a Lua
+/// number holds exactly; the script wrote nothing.
 const OUTCOME_OUT_OF_RANGE: u64 = 3;
 
 /// Whose clock a decision is made on.
@@ -44,14 +50,17 @@ pub enum Clock {
 /// A rate limiter whose buckets live in Redis, one key per bucket, all under one limit,
 /// with the algorithm chosen at run time.
 ///
-/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`; the braces make `PREFIX:KEY` its
-/// Redis Cluster hash tag, so every key one decision touches is in one slot.
+/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`, and a reservation's pending record
+/// is beside it ([`reservation_key`](RedisLimiter::reservation_key)); the braces make
+/// `PREFIX:KEY` their Redis Cluster hash tag, so every key one decision touches is in one
+/// slot.
 #[derive(Debug, Clone)]
 pub struct RedisLimiter {
     algorithm: Algorithm,
     limit: Limit,
     prefix: String,
     clock: Clock,
+    settle_attempts: NonZeroU32,
     script: Script,
 }
 
@@ -86,6 +95,7 @@ impl RedisLimiter {
             limit,
             prefix: prefix.to_string(),
             clock: Clock::Caller,
+            settle_attempts: SETTLE_ATTEMPTS,
             script: Script::new(text),
         })
     }
@@ -115,6 +125,26 @@ impl RedisLimiter {
         self
     }
 
+    /// The same limiter sending a settle up to `attempts` times in all while its outcome is
+    /// unknown (a timeout, a connection dropped before the answer); [`SETTLE_ATTEMPTS`]
+    /// unless set. Safe because a settle applies once however often it is sent: the first
+    /// copy Redis runs deletes the reservation's pending record, and a copy that finds none
+    /// changes nothing (see the crate's documentation). Nothing else is ever sent again: a
+    /// reserve sent twice could spend twice.
+    ///
+    /// Each attempt waits as long as the connection's own timeout allows, and the next one
+    /// is sent at once on the same connection: the redis crate drops the late answer to
+    /// an attempt that timed out, so every attempt reads its own answer.
+    pub fn with_settle_attempts(mut self, attempts: NonZeroU32) -> RedisLimiter {
+        self.settle_attempts = attempts;
+        self
+    }
+
+    /// How many times a settle whose outcome is unknown is sent, in all.
+    pub fn settle_attempts(&self) -> NonZeroU32 {
+        self.settle_attempts
+    }
+
     /// The algorithm every bucket runs.
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
@@ -137,7 +167,9 @@ impl RedisLimiter {
 
     /// Every Redis key `key`'s bucket uses, all in the hash tag `{PREFIX:KEY}` and so in
     /// one Cluster slot: the bucket's own key, and for the sliding log the list of its
-    /// entries beside it (`{PREFIX:KEY}:sliding-log:entries`).
+    /// entries beside it (`{PREFIX:KEY}:sliding-log:entries`). Reservations' pending
+    /// records are in the same slot too, one key each
+    /// ([`reservation_key`](RedisLimiter::reservation_key)).
     pub fn redis_keys(&self, key: &str) -> Vec<String> {
         let bucket = self.redis_key(key);
         match self.algorithm {
@@ -147,6 +179,15 @@ impl RedisLimiter {
             }
             _ => vec![bucket],
         }
+    }
+
+    /// The pending record of `key`'s reservation under `ticket`:
+    /// `{PREFIX:KEY}:ALGORITHM:reservation:TICKET`, the ticket in 16 hexadecimal digits, in
+    /// the bucket's hash tag. An admitted [`Op::Reserve`] writes it and the first
+    /// [`Op::Settle`] to run deletes it; it expires when the reservation's tokens stop
+    /// counting, plus [`EXPIRY_GRACE_MS`].
+    pub fn reservation_key(&self, key: &str, ticket: u64) -> String {
+        format!("{}:reservation:{ticket:016x}", self.redis_key(key))
     }
 
     /// Decides a request of `cost` tokens at `now_ms` for `key`, and spends the cost if it
@@ -189,7 +230,22 @@ impl RedisLimiter {
         self.decide(conn, key, Op::Record, now_ms, cost)
     }
 
-    /// Runs the algorithm's script for `op` and reads its answer into the core's `Decision`.
+    /// Runs the algorithm's script for `op` and reads its answer into the core's `Decision`:
+    /// the core's `decide` on the same requests ([`trickle::Bucket::decide`]), in one round
+    /// trip for every op.
+    ///
+    /// - [`Op::Reserve`] is a hit that, when admitted, also writes the reservation's pending
+    ///   record under its ticket ([`reservation_key`](RedisLimiter::reservation_key)). It is
+    ///   sent once: an error leaves the caller's fail-open or fail-closed rule to decide.
+    /// - [`Op::Settle`] settles at `cost` (the final cost) as the core's settle does, if it
+    ///   deletes that pending record; otherwise it changes no counts and answers the bucket
+    ///   as it stands. Sent again while its outcome is unknown, up to
+    ///   [`settle_attempts`](RedisLimiter::settle_attempts) times in all; then the error is
+    ///   [`RedisError::SettleUnknown`].
+    ///
+    /// The core's [`Store::reserve`](trickle::Store::reserve) and
+    /// [`Store::settle`](trickle::Store::settle) (on a [`RedisStore`](crate::RedisStore))
+    /// draw the ticket and send both.
     pub fn decide(
         &self,
         conn: &mut dyn ConnectionLike,
@@ -198,8 +254,16 @@ impl RedisLimiter {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, RedisError> {
-        let reply: Value = self.invocation(key, op, now_ms, cost)?.invoke(conn)?;
-        self.read_reply(&reply, cost)
+        let invocation = self.invocation(key, op, now_ms, cost)?;
+        let (mut attempt, mut unknown) = (1, None);
+        loop {
+            match invocation.invoke::<Value>(conn) {
+                Ok(reply) => return self.read_reply(&reply, op, cost),
+                Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
+            }
+            // send_again ends the loop once `attempt` reaches settle_attempts, a u32.
+            attempt += 1;
+        }
     }
 
     /// [`decide`](RedisLimiter::decide) on an async connection (the `aio` feature): for
@@ -218,11 +282,48 @@ impl RedisLimiter {
     where
         C: redis::aio::ConnectionLike,
     {
-        let reply: Value = self
-            .invocation(key, op, now_ms, cost)?
-            .invoke_async(conn)
-            .await?;
-        self.read_reply(&reply, cost)
+        let invocation = self.invocation(key, op, now_ms, cost)?;
+        let (mut attempt, mut unknown) = (1, None);
+        loop {
+            match invocation.invoke_async::<Value>(conn).await {
+                Ok(reply) => return self.read_reply(&reply, op, cost),
+                Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
+            }
+            // send_again ends the loop once `attempt` reaches settle_attempts, a u32.
+            attempt += 1;
+        }
+    }
+
+    /// After attempt number `attempt` (from 1) of `op` failed with `err`: `Ok` to send it
+    /// again, or the error to return. Only a settle is sent again, and only while its
+    /// outcome is unknown; `unknown` keeps the failure that first made it so, which is what
+    /// the error reports (later attempts on a broken connection only say "broken pipe").
+    fn send_again(
+        &self,
+        op: Op,
+        attempt: u32,
+        err: redis::RedisError,
+        unknown: &mut Option<redis::RedisError>,
+    ) -> Result<(), RedisError> {
+        if !matches!(op, Op::Settle { .. }) {
+            return Err(RedisError::Redis(err));
+        }
+        let again = outcome_unknown(&err);
+        let cause = match unknown.take() {
+            Some(first) => first,
+            None if again => err,
+            // The first attempt failed and Redis said why: nothing ran.
+            None => return Err(RedisError::Redis(err)),
+        };
+        if again && attempt < self.settle_attempts.get() {
+            *unknown = Some(cause);
+            Ok(())
+        } else {
+            Err(RedisError::SettleUnknown {
+                attempts: attempt,
+                error: cause,
+            })
+        }
     }
 
     /// The script call for one decision, its arguments checked: the same for the sync and
@@ -237,46 +338,68 @@ impl RedisLimiter {
         if self.clock == Clock::Caller && now_ms > MAX_TIME_MS {
             return Err(RedisError::TimeTooLarge { now_ms });
         }
-        if op == Op::Record && cost > MAX_TIME_MS {
-            return Err(RedisError::RecordOutOfRange { cost });
-        }
         let tokens = self.limit.tokens();
         let window_ms = self.limit.window_ms();
-        // A hit or peek decides every cost above N alike, so the script never sees a number
-        // past 2^53; a record charges what it is given, and the script refuses what would
-        // leave the exact range.
-        let script_cost = match op {
-            Op::Hit | Op::Peek | Op::Reserve { .. } => cost.min(tokens + 1),
-            Op::Record => cost,
-            Op::Settle { .. } => {
-                return Err(RedisError::BadReply {
-                    reply: "settle is not run on Redis yet".to_string(),
-                })
+        // A hit, peek or reserve decides every cost above N alike, so the script never sees
+        // a number past 2^53; a record or a settle charges what it is given, and the script
+        // refuses what would leave the exact range.
+        let (name, script_cost, ticket) = match op {
+            Op::Hit => ("hit", cost.min(tokens + 1), None),
+            Op::Peek => ("peek", cost.min(tokens + 1), None),
+            Op::Reserve { ticket } => ("reserve", cost.min(tokens + 1), Some(ticket)),
+            Op::Record if cost > MAX_TIME_MS => {
+                return Err(RedisError::RecordOutOfRange { cost });
+            }
+            Op::Record => ("record", cost, None),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ticket,
+            } => {
+                // A reservation's time is a decision's, on the clock decisions are made on
+                // (the server's too, with `Clock::Server`), so it is checked on both.
+                if reserved_at_ms > MAX_TIME_MS {
+                    return Err(RedisError::TimeTooLarge {
+                        now_ms: reserved_at_ms,
+                    });
+                }
+                if cost > MAX_TIME_MS || reserved > MAX_TIME_MS {
+                    return Err(RedisError::SettleOutOfRange { reserved, cost });
+                }
+                ("settle", cost, Some(ticket))
             }
         };
         let mut invocation = self.script.key(self.redis_keys(key));
+        if let Some(ticket) = ticket {
+            // The scripts find the pending record last in KEYS, so Redis Cluster sees it.
+            invocation.key(self.reservation_key(key, ticket));
+        }
         invocation
             .arg(tokens)
             .arg(window_ms)
             .arg(now_ms)
             .arg(script_cost)
             .arg(EXPIRY_GRACE_MS)
-            .arg(match op {
-                Op::Hit | Op::Reserve { .. } | Op::Settle { .. } => "hit",
-                Op::Peek => "peek",
-                Op::Record => "record",
-            })
+            .arg(name)
             .arg(match self.clock {
                 Clock::Caller => "caller",
                 Clock::Server => "server",
             });
+        if let Op::Settle {
+            reserved_at_ms,
+            reserved,
+            ..
+        } = op
+        {
+            invocation.arg(reserved_at_ms).arg(reserved);
+        }
         Ok(invocation)
     }
 
     /// The nine integers every script returns: outcome, used × W, the time decided at, the
     /// wait from that time (for a denial), the caller's time (the server's with
     /// [`Clock::Server`]), whether counters follow, and previous, current and elapsed.
-    fn read_reply(&self, reply: &Value, cost: u64) -> Result<Decision, RedisError> {
+    fn read_reply(&self, reply: &Value, op: Op, cost: u64) -> Result<Decision, RedisError> {
         let [outcome, used, at_ms, wait_ms, now_ms, has_counters, previous, current, elapsed_ms] =
             integers(reply)?;
         let outcome = match outcome {
@@ -290,7 +413,12 @@ impl RedisLimiter {
                     .saturating_add(wait_ms),
             },
             OUTCOME_EXCEEDS => Outcome::ExceedsLimit,
-            OUTCOME_OUT_OF_RANGE => return Err(RedisError::RecordOutOfRange { cost }),
+            OUTCOME_OUT_OF_RANGE => {
+                return Err(match op {
+                    Op::Settle { reserved, .. } => RedisError::SettleOutOfRange { reserved, cost },
+                    _ => RedisError::RecordOutOfRange { cost },
+                })
+            }
             _ => return Err(bad_reply(reply)),
         };
         let window_ms = self.limit.window_ms();
@@ -321,6 +449,12 @@ pub(crate) fn script(algorithm: Algorithm) -> Option<(&'static str, u128)> {
         Algorithm::TokenBucket => Some((token_bucket::SCRIPT, token_bucket::MAX_SCALED)),
         Algorithm::SlidingLog => Some((sliding_log::SCRIPT, sliding_log::MAX_SCALED)),
     }
+}
+
+/// Whether a failed command may have run: it timed out waiting for the answer, or the
+/// connection broke (before it was sent, or after: nobody can tell which).
+fn outcome_unknown(err: &redis::RedisError) -> bool {
+    err.is_timeout() || err.is_connection_dropped() || err.is_io_error()
 }
 
 /// The script's nine non-negative integers; anything else is a [`RedisError::BadReply`].

@@ -3,10 +3,14 @@
 -- KEYS[1]  the bucket's hash: total (the sum of the logged costs) and seen (the latest
 --          time any request brought).
 -- KEYS[2]  the log: a list of 'ms:cost' entries, one per millisecond with spending,
---          oldest first. Spending is only ever logged at the latest time seen, so the list
---          is sorted as it grows: its head is always the next entry to expire, expiry is
+--          oldest first. Hits and records log at the latest time seen, so the list is
+--          sorted as it grows: its head is always the next entry to expire, expiry is
 --          trimming a prefix, and a second spend in the same millisecond merges into the
 --          tail. A sorted set would pay a score and an index per entry for that order.
+--          A settle changes its reservation's own entry, found from the tail (it is
+--          recent), and inserts one in time order when a reserve of 0 left none.
+-- KEYS[3]  for a reserve and a settle, the reservation's pending record, which expires
+--          W after the reservation (plus the grace), when its entry stops counting.
 -- ARGV[5]  as for every script, the grace added to how long the newest entry still counts.
 --
 -- Tokens spent at s count while at − s < W and come back at exactly s + W. Every write
@@ -62,30 +66,23 @@ local expired = walk(0, function(spent_at, cost)
 end)
 local used = total - gone
 
--- Drops the expired entries, logs `cost` at `at`, and keeps both keys until the newest
--- entry stops counting, plus the grace (within 2^53: a bucket kept for 285,000 years
--- loses nothing by going a millisecond early).
-local function save(cost)
+-- Drops the entries that no longer count, once.
+local function prune()
     if expired > 0 then
         redis.call('LTRIM', log, expired, -1)
+        expired = 0
     end
-    total = used + cost
-    local newest = redis.call('LINDEX', log, -1)
-    local newest_at, newest_cost
-    if newest then
-        newest_at, newest_cost = parse(newest)
-    end
-    if cost > 0 then
-        if newest_at == at then
-            redis.call('LSET', log, -1, int(at) .. ':' .. int(newest_cost + cost))
-        else
-            redis.call('RPUSH', log, int(at) .. ':' .. int(cost))
-        end
-        newest_at = at
-    end
+end
+
+-- Writes the total and the latest time, and keeps both keys until the newest entry stops
+-- counting, plus the grace (within 2^53: a bucket kept for 285,000 years loses nothing by
+-- going a millisecond early).
+local function keep()
     redis.call('HSET', bucket, 'total', int(total), 'seen', int(at))
+    local newest = redis.call('LINDEX', log, -1)
     local counts = 0
-    if newest_at then
+    if newest then
+        local newest_at = parse(newest)
         counts = window - (at - newest_at)
     end
     if counts > EXACT - grace then
@@ -95,12 +92,108 @@ local function save(cost)
     redis.call('PEXPIRE', log, int(counts + grace))
 end
 
+-- Drops the expired entries, logs `cost` at `at` (merged into the newest entry when that
+-- is at `at` too), and keeps both keys.
+local function save(cost)
+    prune()
+    total = used + cost
+    if cost > 0 then
+        local newest = redis.call('LINDEX', log, -1)
+        local newest_at, newest_cost
+        if newest then
+            newest_at, newest_cost = parse(newest)
+        end
+        if newest_at == at then
+            redis.call('LSET', log, -1, int(at) .. ':' .. int(newest_cost + cost))
+        else
+            redis.call('RPUSH', log, int(at) .. ':' .. int(cost))
+        end
+    end
+    keep()
+end
+
+-- The newest entry logged at or before `ms` in the pruned log: its index from the head, its
+-- time, its cost and its text; nil when every entry is later. Read from the tail in chunks
+-- that double from one, as a settle's reservation is usually among the newest entries.
+local function newest_until(ms)
+    local last, size = redis.call('LLEN', log) - 1, 1
+    while last >= 0 do
+        local first = last - size + 1
+        if first < 0 then
+            first = 0
+        end
+        local entries = redis.call('LRANGE', log, first, last)
+        for i = #entries, 1, -1 do
+            local spent_at, spent = parse(entries[i])
+            if spent_at <= ms then
+                return first + i - 1, spent_at, spent, entries[i]
+            end
+        end
+        last = first - 1
+        if size < 256 then
+            size = size * 2
+        end
+    end
+    return nil
+end
+
+-- A settle's difference on its reservation's entry, as the core's settle: more is logged
+-- at the reservation's time (in time order, merged into that millisecond's entry); a
+-- refund takes back at most what that entry holds, and drops it once empty.
+local function adjust(sign, tokens)
+    prune()
+    local index, spent_at, spent, entry = newest_until(reserved_at)
+    local own = spent_at == reserved_at
+    if sign > 0 then
+        local logged = int(reserved_at) .. ':' .. int(tokens)
+        if own then
+            redis.call('LSET', log, index, int(reserved_at) .. ':' .. int(spent + tokens))
+        elseif index then
+            redis.call('LINSERT', log, 'AFTER', entry, logged)
+        else
+            redis.call('LPUSH', log, logged)
+        end
+        total = used + tokens
+    elseif own then
+        local taken = spent
+        if tokens < spent then
+            taken = tokens
+        end
+        if taken == spent then
+            -- One entry per millisecond, so its text is unique in the log.
+            redis.call('LREM', log, 1, entry)
+        else
+            redis.call('LSET', log, index, int(reserved_at) .. ':' .. int(spent - taken))
+        end
+        total = used - taken
+    else
+        total = used
+    end
+    keep()
+end
+
 if op == 'record' then
     -- Charged whatever it is, as long as the total × W stays exact.
     if cost > floor_div(EXACT, window) - used then
         return {3, used * window, at, 0, now, 0, 0, 0, 0}
     end
     save(cost)
+    return {0, total * window, at, 0, now, 0, 0, 0, 0}
+end
+
+if op == 'settle' then
+    -- The reservation's entry counts while at − reserved_at < W (at ≥ reserved_at).
+    local settled = settle(at - reserved_at < window, function(more)
+        -- As a record: the total × W stays exact.
+        return more <= floor_div(EXACT, window) - used
+    end, adjust, function()
+        if at > seen then
+            save(0)
+        end
+    end)
+    if not settled then
+        return {3, used * window, at, 0, now, 0, 0, 0, 0}
+    end
     return {0, total * window, at, 0, now, 0, 0, 0, 0}
 end
 
@@ -121,13 +214,16 @@ if outcome == 1 then
     end)
 end
 
-if op == 'peek' then
-    -- Nothing changes: the decision as the core's peek reports it, usage before the cost.
-elseif outcome == 0 and cost > 0 then
-    save(cost)
-    used = total
-elseif at > seen then
-    save(0)
+if op ~= 'peek' then
+    if outcome == 0 and cost > 0 then
+        save(cost)
+        used = total
+    elseif at > seen then
+        save(0)
+    end
+    if op == 'reserve' and outcome == 0 then
+        hold(at, window)
+    end
 end
 
 return {outcome, used * window, at, wait, now, 0, 0, 0, 0}

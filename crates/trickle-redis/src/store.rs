@@ -22,6 +22,32 @@ use crate::limiter::RedisLimiter;
 /// let decision = store.decide("7:90000001", Op::Hit, 1_700_000_000_000, 2).unwrap();
 /// println!("{}", decision.status());
 /// ```
+///
+/// The core's [`Store::reserve`] and [`Store::settle`] run on it too, one round trip each;
+/// the settle is applied once however often it has to be sent (see the crate's
+/// documentation, [Reserve and settle](crate#reserve-and-settle)):
+///
+/// ```no_run
+/// use trickle::flow::{Answer, Pricing};
+/// use trickle::{Admission, Algorithm};
+/// use trickle_redis::{RedisLimiter, RedisStore};
+///
+/// let limiter = RedisLimiter::new(Algorithm::Floating, "150/15m".parse().unwrap(), "esi").unwrap();
+/// let conn = redis::Client::open("redis://127.0.0.1/").unwrap().get_connection().unwrap();
+/// let mut store = RedisStore::new(limiter, conn);
+/// let esi = Pricing::esi();
+/// let now_ms = 1_700_000_000_000;
+/// match esi.admit(&mut store, "7:90000001", now_ms).unwrap() {
+///     Admission::Admitted { reservation, .. } => {
+///         // … the handler answers 404, which ESI prices at 5 …
+///         let settled = esi
+///             .settle(&mut store, "7:90000001", reservation, now_ms + 20, Answer::Status(404))
+///             .unwrap();
+///         println!("{} left", settled.decision.remaining());
+///     }
+///     Admission::Refused(decision) => println!("429, retry after {:?} s", decision.retry_after_s()),
+/// }
+/// ```
 #[derive(Debug)]
 pub struct RedisStore<C> {
     limiter: RedisLimiter,

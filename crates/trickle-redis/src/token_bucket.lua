@@ -9,6 +9,10 @@
 -- the core reads a clock that went backwards as the latest time seen. The core refills on
 -- every request; refilling here only when spending decides the same, because refills add
 -- up: refilling from t0 to t1 and then to t2 leaves what refilling from t0 to t2 leaves.
+--
+-- A bucket keeps no times, so a settle takes or gives back its difference at the settle's
+-- time (a refund never past full), for W after the reservation; its pending record
+-- expires then (plus the grace).
 
 local stored = redis.call('HMGET', KEYS[1], 'owed', 'fraction', 'refilled', 'seen')
 local owed = tonumber(stored[1]) or 0
@@ -74,6 +78,28 @@ if op == 'record' then
     return {0, used, at, 0, now, 0, 0, 0, 0}
 end
 
+if op == 'settle' then
+    local settled = settle(at - reserved_at < window, function(more)
+        -- As a record: (owed + more) × W + fraction stays exact.
+        return more <= floor_div(EXACT - fraction, window) - owed
+    end, function(sign, tokens)
+        if sign > 0 or owed >= tokens then
+            owed = changed(owed, sign, tokens)
+        else
+            -- Fewer whole tokens are out than come back: the bucket is full.
+            owed, fraction = 0, 0
+        end
+        used = owed * window + fraction
+        save()
+    end, function()
+        note(seen, at, keep)
+    end)
+    if not settled then
+        return {3, used, at, 0, now, 0, 0, 0, 0}
+    end
+    return {0, used, at, 0, now, 0, 0, 0, 0}
+end
+
 local outcome, wait = judge(used), 0
 if outcome == 1 then
     -- The smallest d ≥ 1 with used − N × d ≤ (N − cost) × W; the excess is positive, as
@@ -81,10 +107,10 @@ if outcome == 1 then
     wait = ceil_div(used - (tokens - cost) * window, tokens)
 end
 
-settle(outcome, seen, at, function()
+finish(outcome, seen, at, function()
     owed = owed + cost
     used = used + cost * window
     save()
-end, keep)
+end, keep, window)
 
 return {outcome, used, at, wait, now, 0, 0, 0, 0}

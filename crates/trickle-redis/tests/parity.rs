@@ -14,13 +14,13 @@ mod traces;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use common::RedisServer;
+use common::{past_exact_range, RedisServer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
-use traces::{cost, next_ms, start_ms, step, Step};
-use trickle::{Algorithm, Decision, Limit, Limiter};
-use trickle_redis::{RedisError, RedisLimiter, MAX_TIME_MS};
+use traces::{cost, limit, next_ms, record_cost, start_ms, step, Step};
+use trickle::{Algorithm, Limit, Limiter};
+use trickle_redis::{RedisError, RedisLimiter};
 
 /// Cases per algorithm, each up to 40 requests; the three tests run side by side.
 const CASES: u32 = 256;
@@ -31,35 +31,6 @@ enum Action {
     Hit,
     /// A record: charged whether it fits or not.
     Record,
-}
-
-/// Mostly small limits, so traces cross many windows; some larger; and limits at the
-/// algorithm's bound (N × W = max_scaled or just under), with short and long windows.
-fn limit(algorithm: Algorithm) -> impl Strategy<Value = Limit> {
-    let max_scaled = RedisLimiter::max_scaled(algorithm).expect("Redis runs it") as u64;
-    let at_bound =
-        (prop_oneof![1..=16u64, 1..=1u64 << 30], 0..=2u64).prop_map(move |(window_ms, under)| {
-            let tokens = (max_scaled / window_ms).saturating_sub(under).max(1);
-            (tokens, window_ms)
-        });
-    let long_window = (1..=4u64, 1..=1u64 << 50);
-    prop_oneof![
-        5 => (1..=8u64, 1..=40u64),
-        2 => (1..=1_000u64, 1..=100_000u64),
-        2 => at_bound,
-        1 => long_window,
-    ]
-    .prop_map(|(tokens, window_ms)| Limit::new(tokens, window_ms).expect("tokens and window ≥ 1"))
-}
-
-/// A record's cost: as a hit's, and now and then 2^53, the largest a record may bring
-/// (it fits an empty bucket of a 1 ms window exactly), or one more.
-fn record_cost(tokens: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        12 => cost(tokens),
-        1 => Just(MAX_TIME_MS),
-        1 => Just(MAX_TIME_MS + 1),
-    ]
 }
 
 fn request(limit: Limit) -> impl Strategy<Value = (Step, Action, u64)> {
@@ -88,17 +59,6 @@ fn trace(algorithm: Algorithm) -> impl Strategy<Value = Trace> {
             },
         )
     })
-}
-
-/// Whether the core's record took the bucket past 2^53 scaled by W, where Redis refuses:
-/// the floating window's counters together, the others' usage.
-fn past_exact_range(recorded: &Decision) -> bool {
-    let window = u128::from(recorded.limit.window_ms());
-    let scaled = match recorded.counters {
-        Some(counters) => (counters.previous + counters.current) * window,
-        None => recorded.used.numerator(),
-    };
-    scaled > 1 << 53
 }
 
 /// Runs `CASES` random traces of `algorithm` through the core and through a private

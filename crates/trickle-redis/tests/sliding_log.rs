@@ -9,13 +9,14 @@ mod common;
 mod traces;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
-use common::{assert_denial_leaves_no_key, assert_expires_near, limit, pttl, slot, RedisServer};
+use common::{
+    assert_denial_leaves_no_key, assert_expires_near, limit, pttl, slot, stored_log, RedisServer,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
-use traces::{cost, next_ms, start_ms, step, Step};
+use traces::{check_log_layout, cost, next_ms, start_ms, step, Step};
 use trickle::{Algorithm, Limit, Op, Outcome, SlidingLog};
 use trickle_redis::{
     Clock, RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS,
@@ -33,21 +34,6 @@ const fn denied(retry_after_ms: u64) -> Outcome {
 
 fn log_limiter(limit: Limit, prefix: &str) -> RedisLimiter {
     RedisLimiter::new(Algorithm::SlidingLog, limit, prefix).expect("within the 2^53 bound")
-}
-
-/// The bucket's hash and its list of entries, as Redis holds them.
-fn stored(conn: &mut redis::Connection, limiter: &RedisLimiter, key: &str) -> Stored {
-    let keys = limiter.redis_keys(key);
-    Stored {
-        hash: conn.hgetall(&keys[0]).expect("HGETALL"),
-        entries: conn.lrange(&keys[1], 0, -1).expect("LRANGE"),
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-struct Stored {
-    hash: HashMap<String, String>,
-    entries: Vec<String>,
 }
 
 /// name, limit, requests before (op, t, cost), a hit (t, cost), outcome, used shown,
@@ -125,7 +111,7 @@ fn table_rows_worked_by_hand_match_redis_and_the_core() {
             decision.outcome,
             decision.used.to_string(),
             decision.remaining(),
-            stored(&mut conn, &redis, &key).entries,
+            stored_log(&mut conn, &redis, &key).entries,
         );
         let entries: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
         let want = (outcome, used.to_string(), remaining, entries);
@@ -192,31 +178,6 @@ fn trace() -> impl Strategy<Value = Trace> {
     })
 }
 
-/// The invariants of what Redis holds: one entry per ms, oldest first, each still counting
-/// at `seen` (every write prunes), and `total` their sum.
-fn check_layout(stored: &Stored, window_ms: u64) -> Result<(), TestCaseError> {
-    let entries: Vec<(u64, u64)> = stored
-        .entries
-        .iter()
-        .map(|entry| {
-            let (at, cost) = entry.split_once(':').expect("ms:cost");
-            (at.parse().expect("ms"), cost.parse().expect("cost"))
-        })
-        .collect();
-    let field = |name: &str| stored.hash.get(name).map_or(0, |v| v.parse().expect(name));
-    let (total, seen): (u64, u64) = (field("total"), field("seen"));
-    prop_assert_eq!(entries.iter().map(|e| e.1).sum::<u64>(), total, "total");
-    prop_assert!(
-        entries.windows(2).all(|pair| pair[0].0 < pair[1].0),
-        "order"
-    );
-    prop_assert!(
-        entries.iter().all(|e| e.1 > 0 && seen - e.0 < window_ms),
-        "live"
-    );
-    Ok(())
-}
-
 #[test]
 fn redis_decides_every_request_exactly_as_the_core() {
     // One server for every case; each case has a key of its own.
@@ -242,7 +203,7 @@ fn redis_decides_every_request_exactly_as_the_core() {
             }
             // A peek first, every time: it must answer as the core's peek and change
             // nothing the request after it sees.
-            let before = stored(conn, &redis, &key);
+            let before = stored_log(conn, &redis, &key);
             let got = redis.peek(conn, &key, now, cost).expect("redis peek");
             prop_assert_eq!(
                 got,
@@ -252,7 +213,7 @@ fn redis_decides_every_request_exactly_as_the_core() {
                 now,
                 cost
             );
-            prop_assert_eq!(&stored(conn, &redis, &key), &before, "peek {} wrote", i);
+            prop_assert_eq!(&stored_log(conn, &redis, &key), &before, "peek {} wrote", i);
 
             let got = redis.decide(conn, &key, op, now, cost);
             let want = match op {
@@ -269,7 +230,7 @@ fn redis_decides_every_request_exactly_as_the_core() {
                             now,
                             got
                         );
-                        prop_assert_eq!(&stored(conn, &redis, &key), &before);
+                        prop_assert_eq!(&stored_log(conn, &redis, &key), &before);
                         continue;
                     }
                     core.record(now, cost)
@@ -278,14 +239,14 @@ fn redis_decides_every_request_exactly_as_the_core() {
             };
             let got = got.expect("redis decides");
             prop_assert_eq!(got, want, "{:?} {} at {} ms, cost {}", op, i, now, cost);
-            let after = stored(conn, &redis, &key);
+            let after = stored_log(conn, &redis, &key);
             prop_assert_eq!(
                 after.entries.len(),
                 core.state().logged_ms(),
                 "entries {}",
                 i
             );
-            check_layout(&after, limit.window_ms())?;
+            check_log_layout(&after, limit.window_ms())?;
         }
         Ok(())
     });
@@ -302,7 +263,7 @@ fn a_request_that_spends_nothing_writes_only_a_later_time() {
     for (t, cost) in [(0, 2), (1_000, 2), (2_000, 2)] {
         assert!(bucket.hit(&mut conn, "k", t, cost).unwrap().is_allowed());
     }
-    let before = stored(&mut conn, &bucket, "k");
+    let before = stored_log(&mut conn, &bucket, "k");
     assert_eq!(before.hash["total"], "6");
     assert_eq!(before.hash["seen"], "2000");
 
@@ -311,7 +272,7 @@ fn a_request_that_spends_nothing_writes_only_a_later_time() {
         let decision = bucket.hit(&mut conn, "k", t, cost).unwrap();
         assert_eq!(decision.spent(), 0, "at {t}, cost {cost}");
         assert_eq!(
-            stored(&mut conn, &bucket, "k"),
+            stored_log(&mut conn, &bucket, "k"),
             before,
             "at {t}, cost {cost}"
         );
@@ -321,7 +282,7 @@ fn a_request_that_spends_nothing_writes_only_a_later_time() {
     // forgets it; nothing is logged.
     let decision = bucket.hit(&mut conn, "k", 8_500, 5).unwrap();
     assert_eq!(decision.outcome, denied(1_500));
-    let after = stored(&mut conn, &bucket, "k");
+    let after = stored_log(&mut conn, &bucket, "k");
     assert_eq!(after.entries, ["1000:2", "2000:2"]);
     assert_eq!(after.hash["total"], "4");
     assert_eq!(after.hash["seen"], "8500");
@@ -380,7 +341,7 @@ fn after_many_windows_the_log_holds_only_live_entries() {
         let decision = bucket.hit(&mut conn, "k", t, 1).unwrap();
         assert_eq!(decision, core.hit(t, 1), "at {t}");
     }
-    let held = stored(&mut conn, &bucket, "k");
+    let held = stored_log(&mut conn, &bucket, "k");
     let live: Vec<String> = (901..=1_000).map(|t| format!("{t}:1")).collect();
     assert_eq!(held.entries, live);
     assert_eq!(held.hash["total"], "100");
@@ -393,7 +354,7 @@ fn after_many_windows_the_log_holds_only_live_entries() {
     // Records past the limit are pruned the same way; a gap of many windows leaves one.
     bucket.record(&mut conn, "k", 1_050, 5_000).unwrap();
     bucket.hit(&mut conn, "k", 50_000, 3).unwrap();
-    let held = stored(&mut conn, &bucket, "k");
+    let held = stored_log(&mut conn, &bucket, "k");
     assert_eq!(held.entries, ["50000:3"]);
     assert_eq!(held.hash["total"], "3");
 }
@@ -477,14 +438,14 @@ fn limits_at_the_2_pow_53_bound_are_exact_and_past_it_refused() {
         };
         assert_eq!(bucket.decide(&mut conn, "k", op, t, cost).unwrap(), want);
     }
-    let before = stored(&mut conn, &bucket, "k");
+    let before = stored_log(&mut conn, &bucket, "k");
     assert_eq!(before.entries, ["0:9007199254740992"]);
     let err = bucket.record(&mut conn, "k", 0, 1).unwrap_err();
     assert!(
         matches!(err, RedisError::RecordOutOfRange { cost: 1 }),
         "{err}"
     );
-    assert_eq!(stored(&mut conn, &bucket, "k"), before);
+    assert_eq!(stored_log(&mut conn, &bucket, "k"), before);
     // One ms later all of it is back.
     assert_eq!(
         bucket.hit(&mut conn, "k", 1, (1 << 53) - 1).unwrap(),

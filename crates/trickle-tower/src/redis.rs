@@ -14,7 +14,10 @@ use crate::backend::{Backend, UnknownGroup};
 /// Each group a [`RedisLimiter`] (its algorithm, limit and key prefix), all on one
 /// connection. The [`ConnectionManager`] multiplexes the requests in flight over it and
 /// reconnects after Redis comes back; while Redis is away every decision is an error, which
-/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503.
+/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503. An
+/// [`Op::Settle`] whose outcome is unknown is sent again by the limiter itself
+/// ([`RedisLimiter::with_settle_attempts`]), on the connection the manager reconnects, and
+/// applies once however often it is sent; an [`Op::Reserve`] is sent once.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {

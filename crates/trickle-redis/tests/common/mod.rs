@@ -316,3 +316,153 @@ pub fn assert_denial_leaves_no_key(
         assert!(!conn.exists::<_, bool>(&key).unwrap(), "{key}");
     }
 }
+
+/// A sliding log as Redis holds it: the bucket's hash and its list of entries.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LogStored {
+    pub hash: HashMap<String, String>,
+    pub entries: Vec<String>,
+}
+
+/// `key`'s sliding log, as Redis holds it.
+pub fn stored_log(
+    conn: &mut redis::Connection,
+    limiter: &trickle_redis::RedisLimiter,
+    key: &str,
+) -> LogStored {
+    let keys = limiter.redis_keys(key);
+    LogStored {
+        hash: conn.hgetall(&keys[0]).expect("HGETALL"),
+        entries: conn.lrange(&keys[1], 0, -1).expect("LRANGE"),
+    }
+}
+
+/// Whether a core decision that charged after the fact (a record, a settle) left the
+/// bucket past 2^53 scaled by W, where Redis refuses it: the floating window's counters
+/// together, the others' usage.
+pub fn past_exact_range(charged: &trickle::Decision) -> bool {
+    let window = u128::from(charged.limit.window_ms());
+    let scaled = match charged.counters {
+        Some(counters) => (counters.previous + counters.current) * window,
+        None => charged.used.numerator(),
+    };
+    scaled > 1 << 53
+}
+
+/// How many scripts the server has run (EVALSHA and EVAL), from `INFO commandstats`: how
+/// many copies of a decision reached it.
+pub fn script_runs(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(conn)
+        .expect("INFO");
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter_map(|line| {
+            let calls = line.split_once("calls=")?.1;
+            calls.split(',').next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// A TCP proxy on a free port of 127.0.0.1 in front of a server from
+/// [`RedisServer::start_tcp`] that, once armed, swallows the next answer coming back and
+/// closes that client's connection: a connection dropped mid-reply, after the server ran
+/// the command. Stopped, with its threads, when dropped.
+pub struct LosingProxy {
+    port: u16,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    listener: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LosingProxy {
+    pub fn new(server: &RedisServer) -> LosingProxy {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpStream};
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+
+        let redis::ConnectionAddr::Tcp(host, server_port) = server.address() else {
+            panic!("the proxy needs a server on TCP: RedisServer::start_tcp");
+        };
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy");
+        let port = listener.local_addr().expect("the proxy's port").port();
+        let armed = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (armed_copy, stop_copy) = (armed.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stop_copy.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(upstream) = TcpStream::connect((host.as_str(), server_port)) else {
+                    continue;
+                };
+                let armed = armed_copy.clone();
+                let (mut client_in, mut upstream_out) =
+                    match (client.try_clone(), upstream.try_clone()) {
+                        (Ok(client_in), Ok(upstream_out)) => (client_in, upstream_out),
+                        _ => continue,
+                    };
+                // Requests go through as they come.
+                std::thread::spawn(move || {
+                    let mut buffer = [0u8; 16 * 1024];
+                    while let Ok(read) = client_in.read(&mut buffer) {
+                        if read == 0 || upstream_out.write_all(&buffer[..read]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = upstream_out.shutdown(Shutdown::Both);
+                });
+                // Answers too, but the first one after arming is lost with the connection.
+                std::thread::spawn(move || {
+                    let (mut upstream_in, mut client_out) = (upstream, client);
+                    let mut buffer = [0u8; 16 * 1024];
+                    while let Ok(read) = upstream_in.read(&mut buffer) {
+                        if read == 0 || armed.swap(false, Ordering::SeqCst) {
+                            break;
+                        }
+                        if client_out.write_all(&buffer[..read]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = client_out.shutdown(Shutdown::Both);
+                    let _ = upstream_in.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        LosingProxy {
+            port,
+            armed,
+            stop,
+            listener: Some(handle),
+        }
+    }
+
+    pub fn address(&self) -> redis::ConnectionAddr {
+        redis::ConnectionAddr::Tcp("127.0.0.1".to_string(), self.port)
+    }
+
+    /// The next answer from the server is lost, and its connection closed.
+    pub fn lose_next_answer(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the armed answer has been lost yet.
+    pub fn lost(&self) -> bool {
+        !self.armed.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for LosingProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees the stop.
+        let _ = std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, self.port));
+        if let Some(handle) = self.listener.take() {
+            let _ = handle.join();
+        }
+    }
+}

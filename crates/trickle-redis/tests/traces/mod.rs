@@ -1,11 +1,15 @@
-//! The random request traces the parity tests (parity.rs, and sliding_log.rs's own) run
-//! through the core and through Redis: how time moves between requests, what a request
-//! costs, and where a trace starts.
+//! The random request traces the parity tests (parity.rs, settle.rs, and sliding_log.rs's
+//! own) run through the core and through Redis: the limit, how time moves between
+//! requests, what a request costs, and where a trace starts.
 
 #![allow(dead_code)]
 
 use proptest::prelude::*;
-use trickle_redis::MAX_TIME_MS;
+use proptest::test_runner::TestCaseError;
+use trickle::{Algorithm, Limit};
+use trickle_redis::{RedisLimiter, MAX_TIME_MS};
+
+use crate::common::LogStored;
 
 /// How time moves before a request.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +46,35 @@ pub fn cost(tokens: u64) -> impl Strategy<Value = u64> {
     ]
 }
 
+/// Mostly small limits, so traces cross many windows; some larger; and limits at the
+/// algorithm's bound (N × W = max_scaled or just under), with short and long windows.
+pub fn limit(algorithm: Algorithm) -> impl Strategy<Value = Limit> {
+    let max_scaled = RedisLimiter::max_scaled(algorithm).expect("Redis runs it") as u64;
+    let at_bound =
+        (prop_oneof![1..=16u64, 1..=1u64 << 30], 0..=2u64).prop_map(move |(window_ms, under)| {
+            let tokens = (max_scaled / window_ms).saturating_sub(under).max(1);
+            (tokens, window_ms)
+        });
+    let long_window = (1..=4u64, 1..=1u64 << 50);
+    prop_oneof![
+        5 => (1..=8u64, 1..=40u64),
+        2 => (1..=1_000u64, 1..=100_000u64),
+        2 => at_bound,
+        1 => long_window,
+    ]
+    .prop_map(|(tokens, window_ms)| Limit::new(tokens, window_ms).expect("tokens and window ≥ 1"))
+}
+
+/// A record's cost: as a hit's, and now and then 2^53, the largest a record may bring
+/// (it fits an empty bucket of a 1 ms window exactly), or one more.
+pub fn record_cost(tokens: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        12 => cost(tokens),
+        1 => Just(MAX_TIME_MS),
+        1 => Just(MAX_TIME_MS + 1),
+    ]
+}
+
 /// Where a trace starts: at 0, early, or within four windows of the latest time a request
 /// may bring.
 pub fn start_ms(window_ms: u64) -> impl Strategy<Value = u64> {
@@ -60,4 +93,29 @@ pub fn next_ms(now: u64, step: Step, window_ms: u64) -> u64 {
         Step::Back(ms) => now.saturating_sub(ms),
     };
     next.min(MAX_TIME_MS)
+}
+
+/// The invariants of what Redis holds for a sliding log (`common::stored_log`): one entry per ms, oldest first,
+/// each still counting at `seen` (every write prunes), and `total` their sum.
+pub fn check_log_layout(stored: &LogStored, window_ms: u64) -> Result<(), TestCaseError> {
+    let entries: Vec<(u64, u64)> = stored
+        .entries
+        .iter()
+        .map(|entry| {
+            let (at, cost) = entry.split_once(':').expect("ms:cost");
+            (at.parse().expect("ms"), cost.parse().expect("cost"))
+        })
+        .collect();
+    let field = |name: &str| stored.hash.get(name).map_or(0, |v| v.parse().expect(name));
+    let (total, seen): (u64, u64) = (field("total"), field("seen"));
+    prop_assert_eq!(entries.iter().map(|e| e.1).sum::<u64>(), total, "total");
+    prop_assert!(
+        entries.windows(2).all(|pair| pair[0].0 < pair[1].0),
+        "order"
+    );
+    prop_assert!(
+        entries.iter().all(|e| e.1 > 0 && seen - e.0 < window_ms),
+        "live"
+    );
+    Ok(())
 }

@@ -1,0 +1,127 @@
+//! `decide_async` sends a settle again as `decide` does, on the connection trickle-tower's
+//! Redis backend uses, the [`ConnectionManager`]: after a timeout on the same connection,
+//! and after a connection dropped mid-reply on the one it reconnects. Either way the bucket
+//! changes once, as the core's settle changes it once. Runs with the `aio` feature
+//! (`cargo test -p trickle-redis --features aio`, or the workspace's `make unit`).
+
+#![cfg(feature = "aio")]
+
+mod common;
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use common::{limit, script_runs, LosingProxy, RedisServer};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use trickle::{Algorithm, Limiter, Op};
+use trickle_redis::RedisLimiter;
+
+const ALGORITHMS: [Algorithm; 4] = [
+    Algorithm::Floating,
+    Algorithm::Fixed,
+    Algorithm::TokenBucket,
+    Algorithm::SlidingLog,
+];
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Three hits of one token and a reserve of 2 at 1_000 ms under `ticket`, in Redis and in
+/// the core alike; the settle of that reservation at a final cost of 5, and the core once
+/// it has applied it.
+async fn reserved(
+    redis: &RedisLimiter,
+    conn: &mut ConnectionManager,
+    ticket: u64,
+) -> (Limiter, Op) {
+    let mut core = Limiter::with_algorithm(redis.algorithm(), redis.limit());
+    for t in [0, 100, 200] {
+        let decision = redis.decide_async(conn, "k", Op::Hit, t, 1).await.unwrap();
+        assert_eq!(decision, core.hit(t, 1));
+    }
+    let reserve = Op::Reserve { ticket };
+    let decision = redis
+        .decide_async(conn, "k", reserve, 1_000, 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        decision,
+        core.decide(reserve, 1_000, 2),
+        "{}",
+        redis.algorithm()
+    );
+    assert!(decision.is_allowed());
+    let settle = Op::Settle {
+        reserved_at_ms: decision.at_ms,
+        reserved: 2,
+        ticket,
+    };
+    (core, settle)
+}
+
+#[test]
+fn an_async_settle_whose_answer_is_lost_is_sent_again_and_applies_once() {
+    let server = RedisServer::start_tcp();
+    let proxy = LosingProxy::new(&server);
+    let mut direct = server.connect();
+    runtime().block_on(async {
+        let client = redis::Client::open(proxy.address()).unwrap();
+        let mut conn = ConnectionManager::new(client).await.unwrap();
+        for algorithm in ALGORITHMS {
+            let redis = RedisLimiter::new(algorithm, limit("6/8s"), "lost-async").unwrap();
+            let (mut core, settle) = reserved(&redis, &mut conn, 51).await;
+            let runs = script_runs(&mut direct);
+            proxy.lose_next_answer();
+            let settled = redis
+                .decide_async(&mut conn, "k", settle, 1_500, 5)
+                .await
+                .unwrap_or_else(|err| panic!("{algorithm}: {err}"));
+            assert!(proxy.lost(), "{algorithm}");
+            // The first copy applied and its answer was lost; the second, on the
+            // reconnected connection, found the reservation settled and changed nothing.
+            assert_eq!(script_runs(&mut direct), runs + 2, "{algorithm}");
+            assert_eq!(settled, core.decide(settle, 1_500, 5), "{algorithm}");
+            let peeked = redis.peek(&mut direct, "k", 1_500, 0).unwrap();
+            assert_eq!(peeked, core.peek(1_500, 0), "{algorithm}");
+        }
+    });
+}
+
+#[test]
+fn an_async_settle_retried_past_a_paused_server_applies_once() {
+    let server = RedisServer::start_tcp();
+    let mut direct = server.connect();
+    // One runtime, entered once per step: the thread that wakes the server runs beside it.
+    let runtime = runtime();
+    let client = redis::Client::open(server.address()).unwrap();
+    let config =
+        ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_millis(250)));
+    let mut conn = runtime
+        .block_on(ConnectionManager::new_with_config(client, config))
+        .unwrap();
+    for algorithm in ALGORITHMS {
+        let redis = RedisLimiter::new(algorithm, limit("6/8s"), "paused-async")
+            .unwrap()
+            .with_settle_attempts(NonZeroU32::new(8).unwrap());
+        let (mut core, settle) = runtime.block_on(reserved(&redis, &mut conn, 52));
+        let runs = script_runs(&mut direct);
+        server.pause();
+        let settled = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(400));
+                server.resume();
+            });
+            runtime.block_on(redis.decide_async(&mut conn, "k", settle, 1_500, 5))
+        });
+        let settled = settled.unwrap_or_else(|err| panic!("{algorithm}: {err}"));
+        assert_eq!(settled, core.decide(settle, 1_500, 5), "{algorithm}");
+        let copies = script_runs(&mut direct) - runs;
+        assert!(copies >= 2, "{algorithm}: sent {copies} times");
+        let peeked = redis.peek(&mut direct, "k", 1_500, 0).unwrap();
+        assert_eq!(peeked, core.peek(1_500, 0), "{algorithm}");
+    }
+}
