@@ -71,9 +71,8 @@ impl Reservation {
         }
     }
 
-    /// A ticket no other reservation of this process has: a counter mixed with a random
-    /// word drawn once per process, so that two processes sharing one Redis almost never
-    /// draw the same one (two in 2^64 per pair). For an async store that decides
+    /// A ticket no other reservation is likely to have, in this process or another sharing
+    /// the same Redis: a per-thread counter from a random start. For an async store that decides
     /// [`Op::Reserve`](crate::Op::Reserve) itself; [`Store::reserve`](crate::Store::reserve)
     /// draws one for you.
     pub fn new_ticket() -> u64 {
@@ -144,24 +143,28 @@ impl Admission {
     }
 }
 
-/// See [`Reservation::new_ticket`]; without `std`, the counter alone.
-pub(crate) fn next_ticket() -> u64 {
-    use core::sync::atomic::{AtomicU64, Ordering};
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    let count = COUNT.fetch_add(1, Ordering::Relaxed);
-    // Multiplying by an odd constant is a bijection, so distinct counts stay distinct.
-    count.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ process_word()
-}
-
+/// See [`Reservation::new_ticket`]. Under `std`, each thread counts on from a random
+/// start of its own, so that no two threads (or processes) share a counter's cache line or
+/// its numbers: two sequences overlap only when their random starts fall within the number
+/// of tickets drawn of each other, about one chance in 2^64 per ticket. Without `std`, one
+/// counter.
 #[cfg(feature = "std")]
-fn process_word() -> u64 {
+pub(crate) fn next_ticket() -> u64 {
+    use core::cell::Cell;
     use std::hash::BuildHasher;
-    use std::sync::OnceLock;
-    static WORD: OnceLock<u64> = OnceLock::new();
-    *WORD.get_or_init(|| std::hash::RandomState::new().hash_one(0x7469_636b_6574_u64))
+    std::thread_local! {
+        static NEXT: Cell<u64> = Cell::new(std::hash::RandomState::new().hash_one(0x7469_636b_6574_u64));
+    }
+    NEXT.with(|next| {
+        let ticket = next.get();
+        next.set(ticket.wrapping_add(1));
+        ticket
+    })
 }
 
 #[cfg(not(feature = "std"))]
-fn process_word() -> u64 {
-    0
+pub(crate) fn next_ticket() -> u64 {
+    use core::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }

@@ -1,6 +1,8 @@
 //! The answers the layer writes or completes itself: a 429, a 503, a JSON error, and the
 //! `X-Ratelimit-*` headers on every limited response.
 
+use std::cell::RefCell;
+
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Response, StatusCode};
@@ -61,9 +63,10 @@ pub(crate) fn set_headers<B>(
     group: &str,
 ) {
     let map = response.headers_mut();
-    // A limit's text is digits and a unit: always a valid header value.
-    if let Ok(value) = HeaderValue::try_from(limit.to_string()) {
-        map.insert(X_RATELIMIT_LIMIT, value);
+    let (limit_value, group_value) = group_headers(limit, group);
+    map.insert(X_RATELIMIT_LIMIT, limit_value);
+    if let Some(value) = group_value {
+        map.insert(X_RATELIMIT_GROUP, value);
     }
     if let Some(decision) = decision {
         map.insert(
@@ -75,15 +78,47 @@ pub(crate) fn set_headers<B>(
             map.insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
     }
-    match HeaderValue::try_from(group) {
-        Ok(value) => {
-            map.insert(X_RATELIMIT_GROUP, value);
-        }
-        Err(_) => tracing::warn!(
-            group,
-            "group name is not a valid header value; X-Ratelimit-Group left out"
-        ),
+}
+
+/// The groups whose headers a thread has made, at most this many: a server has a few.
+const GROUPS_KEPT: usize = 64;
+
+/// The `X-Ratelimit-Limit` and `X-Ratelimit-Group` values of `group` under `limit`, made
+/// once per thread and then shared: writing a limit's text and copying the group's name
+/// took more of a request's time than the rest of the layer. `None` for the group when its
+/// name is no valid header value (said once, in the log).
+fn group_headers(limit: Limit, group: &str) -> (HeaderValue, Option<HeaderValue>) {
+    type Made = Vec<(Limit, Box<str>, HeaderValue, Option<HeaderValue>)>;
+    std::thread_local! {
+        static MADE: RefCell<Made> = const { RefCell::new(Vec::new()) };
     }
+    MADE.with_borrow_mut(|made| {
+        if let Some((.., limit_value, group_value)) = made
+            .iter()
+            .find(|(made_limit, made_group, ..)| *made_limit == limit && **made_group == *group)
+        {
+            return (limit_value.clone(), group_value.clone());
+        }
+        // A limit's text is digits and a unit: always a valid header value.
+        let limit_value = HeaderValue::from_maybe_shared(Bytes::from(limit.text()))
+            .unwrap_or_else(|_| HeaderValue::from_static(""));
+        let group_value = HeaderValue::try_from(group).ok();
+        if group_value.is_none() {
+            tracing::warn!(
+                group,
+                "group name is not a valid header value; X-Ratelimit-Group left out"
+            );
+        }
+        if made.len() < GROUPS_KEPT {
+            made.push((
+                limit,
+                group.into(),
+                limit_value.clone(),
+                group_value.clone(),
+            ));
+        }
+        (limit_value, group_value)
+    })
 }
 
 /// A response of the layer's own: `status` with `{"error": message}`.
