@@ -7,8 +7,8 @@
 //! lock only to read, and updates the word by compare-and-swap, so threads deciding at once,
 //! even for keys of one shard, do not wait for each other, and a key costs its map slot and
 //! 8 bytes. Keys are added, and each shard's packed words rolled into a new window, under
-//! the write lock. Other algorithms, limits too large to pack, and keys that `record`
-//! pushed past the packed counters keep their whole state in the second map, decided under
+//! the write lock. Other algorithms, limits too large to pack, and keys that a `record` (or
+//! a settle charging more) pushed past the packed counters keep their whole state in the second map, decided under
 //! the write lock, one thread at a time.
 //!
 //! The shared clock (the latest time any request brought) is one atomic, moved forward with
@@ -120,7 +120,8 @@ struct Shard<K, S> {
     /// Keys whose floating window is packed in one word.
     packed: HashMap<K, AtomicU64, SeededState>,
     /// Keys whose state is kept whole: every key when nothing is packed; otherwise the keys
-    /// that `record` pushed past the packed counters, until they fall idle and are dropped.
+    /// that a record or a settle pushed past the packed counters, until they fall idle and
+    /// are dropped.
     wide: HashMap<K, S, SeededState>,
     /// The start of the window the shard was last swept in, a multiple of W.
     window_start_ms: u64,

@@ -16,8 +16,8 @@
 //!
 //! E is the number of bits of W − 1 (offsets run from 0 to W − 1), and B = ⌊(64 − E) / 2⌋.
 //! A limit is packed when N < 2^B, so that no allowed `hit` can carry a counter past the
-//! field: `current` only grows by an allowed cost, and only up to N. `record` may charge
-//! beyond; a charge that would not fit moves the key to the wide
+//! field: `current` only grows by an allowed cost, and only up to N. `record`, and a settle
+//! charging more than was reserved, may charge beyond; a charge that would not fit moves the key to the wide
 //! [`FloatingState`](crate::FloatingState) instead, so no count is ever cut.
 //!
 //! | limit | E | B | largest packed N |
