@@ -70,11 +70,17 @@ local function ceil_div(a, b)
     return quotient
 end
 
--- `ms` more, the time a state still matters (at most 2^53), and the grace, held at 2^53
--- ms, 285,000 years, so that it is written exactly.
+-- How far the time decided at is ahead of the clock read now (`decided_at` sets it): a
+-- caller whose clock runs behind the bucket's latest time is decided at that latest time
+-- until its clock catches up, so a state matters for that much longer in real time.
+local ahead = 0
+
+-- `ms` more, the time a state still matters from the time decided at (at most 2^53), how
+-- far that time is ahead of the clock, and the grace; held at 2^53 ms, 285,000 years, so
+-- that it is written exactly.
 local function lasting(ms)
-    if ms <= EXACT - grace then
-        return ms + grace
+    if ms <= EXACT - grace - ahead then
+        return ms + ahead + grace
     end
     return EXACT
 end
@@ -109,6 +115,7 @@ local function decided_at(seen)
     if reserved_at > at then
         at = reserved_at
     end
+    ahead = at - now
     return at
 end
 

@@ -249,8 +249,14 @@ fn redis_reserves_and_settles_as_the_core(algorithm: Algorithm) {
                     let record: Option<String> = conn.get(&pending).expect("GET");
                     if got.is_allowed() {
                         prop_assert_eq!(record, Some(format!("{}:{}", got.at_ms, cost)));
+                        // It counts from the time decided at, which a clock gone back is
+                        // behind by `ahead` ms of real time.
                         let counts = counts_ms(algorithm, trace.limit, got.at_ms);
-                        let most = counts.saturating_add(EXPIRY_GRACE_MS).min(MAX_TIME_MS);
+                        let ahead = got.at_ms - now;
+                        let most = counts
+                            .saturating_add(ahead)
+                            .saturating_add(EXPIRY_GRACE_MS)
+                            .min(MAX_TIME_MS);
                         let ttl = pttl(conn, &pending);
                         prop_assert!(
                             ttl <= most as i64 && ttl > most as i64 - 1_000,

@@ -516,3 +516,35 @@ fn reserve_and_settle_on_the_server_clock() {
         assert_eq!(settled, core.decide(op, settled.at_ms, 4), "{algorithm}");
     }
 }
+
+/// A caller whose clock runs behind the bucket's latest time (another server's is 5.5 s
+/// ahead) is decided at that latest time, and its reservation counts from there: the
+/// pending record, and the bucket, must last from that time too, not from the slow clock's
+/// reading, or a refund the core applies 2.6 s later finds nothing left in Redis.
+#[test]
+fn a_reservation_decided_ahead_of_the_callers_clock_lasts_as_long_as_it_counts() {
+    let server = RedisServer::start();
+    let mut conn = server.connect();
+    let limit = limit("6/1s");
+    let redis = RedisLimiter::new(Algorithm::Floating, limit, "skew").expect("a small limit");
+    let mut core = Limiter::with_algorithm(Algorithm::Floating, limit);
+    let fast = 1_000_000 + 5_500;
+    assert_eq!(
+        redis.hit(&mut conn, "k", fast, 1).unwrap(),
+        core.hit(fast, 1)
+    );
+    let slow = 1_000_000;
+    let reserve = Op::Reserve { ticket: 42 };
+    let reserved = redis.decide(&mut conn, "k", reserve, slow, 3).unwrap();
+    assert_eq!(reserved, core.decide(reserve, slow, 3));
+    std::thread::sleep(Duration::from_millis(2_600));
+    let settle = Op::Settle {
+        reserved_at_ms: reserved.at_ms,
+        reserved: 3,
+        ticket: 42,
+    };
+    let now = slow + 2_600;
+    let want = core.decide(settle, now, 0);
+    assert_eq!(redis.decide(&mut conn, "k", settle, now, 0).unwrap(), want);
+    assert_eq!(want.counters.map(|counters| counters.current), Some(1));
+}
