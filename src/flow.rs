@@ -12,9 +12,12 @@
 //!    (the bucket may pass the limit, as ESI's does; later requests wait) or refunded.
 //!
 //! A request dropped between 1 and 3 (its client hung up) is never settled and keeps its
-//! reserve. Since the reserve is spent before the handler runs, requests in flight together
-//! cannot all pass step 1: with a reserve of 1 and a limit of N, at most N are ever in the
-//! handler at once, whatever their number.
+//! reserve. Since the reserve is spent before the handler runs, requests that arrive
+//! together cannot all pass step 1: with a reserve of 1 and a limit of N, at most N of
+//! them are admitted, however many they are, and once they are settled the bucket holds
+//! exactly what they cost. It is a rate limit, not a cap on requests in flight: a reserve
+//! stops counting as the algorithm lets any token go (the window slides on, the bucket
+//! refills), so handlers that outlast that no longer hold their tokens.
 //!
 //! ```
 //! use trickle::flow::{Answer, Pricing};

@@ -22,7 +22,7 @@
 //! - **token bucket**: a bucket keeps only how many tokens are out, not when each was
 //!   taken, so the difference is settled at the settle's time: more is taken as `record`
 //!   takes it, and a refund is given back but never fills the bucket past full. A settle
-//!   more than `W` after the reservation (the time a bucket takes to fill from empty)
+//!   `W` or more after the reservation (the time a bucket takes to fill from empty)
 //!   changes nothing, as the windows' do once theirs has slid out.
 //!
 //! A refund never takes back more than the reservation's window (or log entry, or bucket)
@@ -47,8 +47,9 @@ use crate::decision::Decision;
 /// Tokens a request holds from its admission until it is settled.
 ///
 /// Made by a `reserve` that admitted the request, and consumed by the `settle` that
-/// charges its final cost; it is neither `Clone` nor `Copy`, so a request settles once.
-/// Dropping one unsettled keeps the reserve charged.
+/// charges its final cost; it is neither `Clone` nor `Copy`, so that code holding one
+/// settles it once (an in-process store keeps no record of what was settled, and applies
+/// whatever settle it is given). Dropping one unsettled keeps the reserve charged.
 #[derive(Debug, PartialEq, Eq, Hash)]
 #[must_use = "a reservation is settled with the request's final cost; dropping it keeps the reserve charged"]
 pub struct Reservation {

@@ -83,8 +83,12 @@ pub enum Op {
 }
 
 impl Op {
-    /// The settle of `reservation`, whose final cost is the decision's `cost`.
-    pub fn settle(reservation: &Reservation) -> Op {
+    /// The settle of `reservation`, whose final cost is the decision's `cost`. It takes the
+    /// reservation, as a settle is made once: an in-process store keeps no tickets and
+    /// applies every settle it is given, so the same one twice would refund twice. (A store
+    /// across the network sends it again itself while its outcome is unknown, and applies it
+    /// once by its ticket.)
+    pub fn settle(reservation: Reservation) -> Op {
         Op::Settle {
             reserved_at_ms: reservation.at_ms(),
             reserved: reservation.cost(),
@@ -119,7 +123,8 @@ pub trait Store<K: ?Sized> {
     }
 
     /// Settles `key`'s `reservation` at the request's final `cost`: the difference is
-    /// charged or refunded, once, however often a store across the network has to send it.
+    /// charged or refunded. A store across the network that has to send the settle again
+    /// (its outcome unknown after a timeout) applies it once, by the reservation's ticket.
     fn settle(
         &mut self,
         key: &K,
@@ -127,7 +132,7 @@ pub trait Store<K: ?Sized> {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, Self::Error> {
-        self.decide(key, Op::settle(&reservation), now_ms, cost)
+        self.decide(key, Op::settle(reservation), now_ms, cost)
     }
 }
 

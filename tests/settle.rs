@@ -672,3 +672,42 @@ fn reserves_racing_refunds_lose_nothing() {
     );
     assert_eq!(settled, 10, "the bucket fills up by the end");
 }
+
+/// A settle charging more than a packed word's counters hold moves the key to the
+/// concurrent limiter's wide map, from `current` (settled in the reservation's window) and
+/// from `previous` (in the next), and decides on as the keyed limiter does. The random
+/// traces' limits leave the counters far too much room to get here.
+#[test]
+fn a_settle_past_the_packed_counters_widens_the_key_and_decides_as_the_core() {
+    let admitted = |admission: Admission| match admission {
+        Admission::Admitted { reservation, .. } => reservation,
+        Admission::Refused(refusal) => panic!("refused: {refusal:?}"),
+    };
+    #[rustfmt::skip]
+    let cases = [
+        // limit,                                   reserve at,    settle at,         cost
+        (Limit::new(1, 1 << 62).expect("valid"),    0,             10,                3),
+        (Limit::new(1, 1 << 62).expect("valid"),    (1 << 62) - 1, (1 << 62) + 5,     4),
+        ("6/8s".parse().expect("a limit"),           100,           200,               40_000_000),
+        ("6/8s".parse().expect("a limit"),           7_900,         8_100,             40_000_000),
+    ];
+    for (limit, reserve_at, settle_at, cost) in cases {
+        let packed = ConcurrentKeyedLimiter::<u64, FloatingState>::with_shards(limit, one_shard());
+        assert!(packed.is_packed());
+        let mut keyed = KeyedLimiter::<u64, FloatingState>::new(limit);
+        let in_packed = admitted(packed.reserve(7, reserve_at, 1));
+        let in_keyed = admitted(keyed.reserve(7, reserve_at, 1));
+        assert_eq!(
+            packed.settle(7, in_packed, settle_at, cost),
+            keyed.settle(7, in_keyed, settle_at, cost),
+            "{limit}: the settle"
+        );
+        for t in [settle_at, settle_at + 1, settle_at + limit.window_ms() / 2] {
+            assert_eq!(
+                packed.hit(7, t, 1),
+                keyed.hit(7, t, 1),
+                "{limit}: a hit at {t}"
+            );
+        }
+    }
+}

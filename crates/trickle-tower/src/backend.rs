@@ -8,8 +8,8 @@ use std::future::{ready, Future};
 use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
 use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op};
 
-/// A store of buckets, one per (group, key), each group with its own limit: what the
-/// layer asks before the handler ([`Op::Peek`]) and charges after it ([`Op::Record`]).
+/// A store of buckets, one per (group, key), each group with its own limit: where the layer
+/// reserves before the handler ([`Op::Reserve`]) and settles after it ([`Op::Settle`]).
 ///
 /// The async twin of the core's [`trickle::Store`], shared by every request in flight.
 pub trait Backend: Send + Sync + 'static {

@@ -111,9 +111,11 @@ pub(crate) type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 ///    `X-Ratelimit-Remaining`, `X-Ratelimit-Used` (what this request cost) and
 ///    `X-Ratelimit-Group`: [`trickle::esi::headers`] and the group.
 ///
-/// The reserve is spent before the handler runs, so requests in flight together cannot all
-/// pass step 2: with a reserve of 1 and a limit of N, at most N requests of a key are ever
-/// in their handlers at once, and the bucket ends at exactly the sum of what they cost.
+/// The reserve is spent before the handler runs, so requests that arrive together cannot
+/// all pass step 2: with a reserve of 1 and a limit of N, at most N of a key's are
+/// admitted, and once settled the bucket holds exactly what they cost. (A rate limit, not a
+/// cap on requests in flight: a handler that outlasts the window, or the bucket's refill,
+/// no longer holds its token.)
 ///
 /// ```
 /// use http::Request;

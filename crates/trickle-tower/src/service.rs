@@ -125,10 +125,11 @@ where
             OnFailure::Open => {
                 tracing::warn!(
                     group = %group, key = %key, %error,
-                    "rate limiter could not decide; failing open: the request goes through uncharged"
+                    "rate limiter could not decide; failing open: the request goes through unreserved"
                 );
-                // Uncharged: a store that could not reserve would most likely fail the settle
-                // too, after as long a wait, with a second warning.
+                // Not settled: a store that could not reserve would most likely fail the
+                // settle too, after as long a wait, with a second warning. (A reserve that
+                // timed out on Redis may still have run: its reserve then stays charged.)
                 let mut response = inner.call(request).await?.map(Either::Left);
                 set_headers(&mut response, None, limit, group);
                 return Ok(response);
@@ -152,14 +153,15 @@ where
     if let Some(unpriced) = unpriced {
         tracing::warn!(%unpriced, "the response's status has no price; it costs nothing");
     }
+    let reserved = reservation.cost();
     let settled = backend
-        .decide(group, key, Op::settle(&reservation), (config.clock)(), cost)
+        .decide(group, key, Op::settle(reservation), (config.clock)(), cost)
         .await
         .inspect_err(|error| {
             // The settle may have run before the error: the bucket holds the reserve or the
             // cost, and which is not known here.
             tracing::warn!(
-                group = %group, key = %key, status = answer.status(), reserved = reservation.cost(), cost, %error,
+                group = %group, key = %key, status = answer.status(), reserved, cost, %error,
                 "rate limiter could not settle the request: it stays charged its reserve, or its cost if the settle ran"
             );
         })

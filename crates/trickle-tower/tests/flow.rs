@@ -25,8 +25,8 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tower_layer::Layer;
 use tower_service::Service;
-use trickle::{Algorithm, CostTable, Op};
-use trickle_tower::{Backend, InProcess, RateLimitLayer, Rejection, Subject};
+use trickle::{Algorithm, CostTable, Decision, Limit, Op};
+use trickle_tower::{Backend, InProcess, RateLimitLayer, Rejection, Subject, UnknownGroup};
 
 const CLIENTS: usize = 200;
 
@@ -255,6 +255,97 @@ fn a_failing_handler_is_settled_as_a_500() {
         .expect_err("the handler's error");
     assert_eq!(error, "the database is down");
     assert_eq!(used(&backend, 30_000), "4.000");
+}
+
+/// A handler whose `call` itself panics, before it makes a future: settled as a 500 too.
+#[test]
+fn a_handler_that_panics_when_called_is_settled_as_a_500() {
+    let backend = backend();
+    let handler = tower_service_fn(
+        |_request| -> std::future::Ready<Result<Response<Full<Bytes>>, Infallible>> {
+            panic!("the call's own bug")
+        },
+    );
+    let mut service = RateLimitLayer::new(Arc::clone(&backend), |_: &Request<()>| {
+        Ok(Some(Subject::new("api", "one-key")))
+    })
+    .costs("2xx:1 5xx:2".parse().unwrap())
+    .clock(|| 30_000)
+    .layer(handler);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let call = service.call(Request::new(()));
+    let joined = runtime.block_on(async move { tokio::spawn(call).await });
+    let panic = joined.expect_err("the panic goes on").into_panic();
+    assert_eq!(panic.downcast_ref::<&str>(), Some(&"the call's own bug"));
+    assert_eq!(used(&backend, 30_000), "2.000");
+}
+
+/// The in-process backend with every settle failing, as a Redis gone away after the reserve.
+struct SettlesFail(Arc<InProcess>);
+
+impl Backend for SettlesFail {
+    type Error = UnknownGroup;
+
+    fn limit(&self, group: &str) -> Option<Limit> {
+        self.0.limit(group)
+    }
+
+    fn decide(
+        &self,
+        group: &str,
+        key: &str,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, UnknownGroup>> + Send {
+        let decided = match op {
+            Op::Settle { .. } => Err(UnknownGroup {
+                group: "a store that settles nothing".to_string(),
+            }),
+            op => Ok(self.0.decide(group, key, op, now_ms, cost)),
+        };
+        async move {
+            match decided {
+                Ok(decision) => decision.await,
+                Err(error) => Err(error),
+            }
+        }
+    }
+}
+
+/// A settle the store cannot make: the answer goes out as the handler made it, with the
+/// limit and the group but no counts, and the bucket keeps the reserve.
+#[test]
+fn a_settle_the_store_cannot_make_sends_the_answer_without_counts() {
+    let backend = backend();
+    let handler = tower_service_fn(|_request| async {
+        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+    });
+    let mut service = RateLimitLayer::new(SettlesFail(Arc::clone(&backend)), |_: &Request<()>| {
+        Ok(Some(Subject::new("api", "one-key")))
+    })
+    .clock(|| 30_000)
+    .layer(handler);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let response = runtime
+        .block_on(service.call(Request::new(())))
+        .expect("the handler's answer");
+    assert_eq!(response.status(), 200);
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap())
+    };
+    assert_eq!(header("x-ratelimit-limit"), Some("10/1m"));
+    assert_eq!(header("x-ratelimit-group"), Some("api"));
+    assert_eq!(header("x-ratelimit-remaining"), None);
+    assert_eq!(header("x-ratelimit-used"), None);
+    assert_eq!(used(&backend, 30_000), "1.000", "the reserve stays charged");
 }
 
 /// A tower service from an async function of the request, as `tower::service_fn` makes one.
