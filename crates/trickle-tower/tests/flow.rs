@@ -26,7 +26,9 @@ use hyper_util::rt::TokioIo;
 use tower_layer::Layer;
 use tower_service::Service;
 use trickle::{Algorithm, CostTable, Decision, Limit, Op};
-use trickle_tower::{Backend, InProcess, RateLimitLayer, Rejection, Subject, UnknownGroup};
+use trickle_tower::{
+    Backend, InProcess, RateLimit, RateLimitLayer, Rejection, Subject, UnknownGroup,
+};
 
 const CLIENTS: usize = 200;
 
@@ -177,6 +179,44 @@ fn a_burst_under_esis_costs_admits_at_most_the_limit_and_charges_what_they_cost(
     assert_eq!(used(&backend, 30_000), format!("{charged}.000"));
 }
 
+/// Every request of the hand-driven tests is charged to one key.
+fn one_key(_: &Request<()>) -> Result<Option<Subject>, Rejection> {
+    Ok(Some(Subject::new("api", "one-key")))
+}
+
+type OneKey = fn(&Request<()>) -> Result<Option<Subject>, Rejection>;
+
+/// The layer over `backend`, pricing by `costs`, at 30 s, around `handler`: a service to
+/// call by hand, without a network.
+fn layered<B: Backend, H>(backend: B, costs: &str, handler: H) -> RateLimit<H, B, OneKey> {
+    let subject: OneKey = one_key;
+    RateLimitLayer::new(backend, subject)
+        .costs(costs.parse().expect("a cost table"))
+        .clock(|| 30_000)
+        .layer(handler)
+}
+
+/// One request through `service`, run to its end on a runtime of its own.
+fn run<S>(service: &mut S) -> Result<Result<S::Response, S::Error>, tokio::task::JoinError>
+where
+    S: Service<Request<()>>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: Send + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime");
+    let call = service.call(Request::new(()));
+    runtime.block_on(async move { tokio::spawn(call).await })
+}
+
+/// What the panic that ended `joined` said.
+fn panic_message<T: std::fmt::Debug>(joined: Result<T, tokio::task::JoinError>) -> &'static str {
+    let panic = joined.expect_err("the panic goes on").into_panic();
+    *panic.downcast::<&str>().expect("a panic with a message")
+}
+
 /// The layer around a handler that never answers, driven by hand: a request polled until it
 /// waits in its handler, then dropped (its client hung up, an outer timeout fired) keeps
 /// its reserve; nobody dodges the charge by disconnecting.
@@ -187,11 +227,7 @@ fn a_request_dropped_in_its_handler_keeps_its_reserve() {
         pending::<()>().await;
         Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
     });
-    let mut service = RateLimitLayer::new(Arc::clone(&backend), |_: &Request<()>| {
-        Ok(Some(Subject::new("api", "one-key")))
-    })
-    .clock(|| 30_000)
-    .layer(handler);
+    let mut service = layered(Arc::clone(&backend), "esi", handler);
     let mut waker = Context::from_waker(Waker::noop());
     for dropped in 1..=3 {
         let mut call = Box::pin(service.call(Request::new(())));
@@ -217,44 +253,10 @@ fn a_panicking_handler_is_settled_as_a_500_and_its_panic_goes_on() {
             }
             Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
         });
-        let mut service = RateLimitLayer::new(Arc::clone(&backend), |_: &Request<()>| {
-            Ok(Some(Subject::new("api", "one-key")))
-        })
-        .costs(costs.parse().unwrap())
-        .clock(|| 30_000)
-        .layer(handler);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let call = service.call(Request::new(()));
-        let joined = runtime.block_on(async move { tokio::spawn(call).await });
-        let panic = joined.expect_err("the panic goes on").into_panic();
-        assert_eq!(panic.downcast_ref::<&str>(), Some(&"the handler's own bug"));
+        let joined = run(&mut layered(Arc::clone(&backend), costs, handler));
+        assert_eq!(panic_message(joined), "the handler's own bug");
         assert_eq!(used(&backend, 30_000), after, "costs {costs}");
     }
-}
-
-/// A handler that returns an error is settled as a 500, and its error is the answer.
-#[test]
-fn a_failing_handler_is_settled_as_a_500() {
-    let backend = backend();
-    let handler = tower_service_fn(|_request| async {
-        Err::<Response<Full<Bytes>>, _>("the database is down")
-    });
-    let mut service = RateLimitLayer::new(Arc::clone(&backend), |_: &Request<()>| {
-        Ok(Some(Subject::new("api", "one-key")))
-    })
-    .costs("2xx:1 5xx:4".parse().unwrap())
-    .clock(|| 30_000)
-    .layer(handler);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let error = runtime
-        .block_on(service.call(Request::new(())))
-        .expect_err("the handler's error");
-    assert_eq!(error, "the database is down");
-    assert_eq!(used(&backend, 30_000), "4.000");
 }
 
 /// A handler whose `call` itself panics, before it makes a future: settled as a 500 too.
@@ -266,20 +268,22 @@ fn a_handler_that_panics_when_called_is_settled_as_a_500() {
             panic!("the call's own bug")
         },
     );
-    let mut service = RateLimitLayer::new(Arc::clone(&backend), |_: &Request<()>| {
-        Ok(Some(Subject::new("api", "one-key")))
-    })
-    .costs("2xx:1 5xx:2".parse().unwrap())
-    .clock(|| 30_000)
-    .layer(handler);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let call = service.call(Request::new(()));
-    let joined = runtime.block_on(async move { tokio::spawn(call).await });
-    let panic = joined.expect_err("the panic goes on").into_panic();
-    assert_eq!(panic.downcast_ref::<&str>(), Some(&"the call's own bug"));
+    let joined = run(&mut layered(Arc::clone(&backend), "2xx:1 5xx:2", handler));
+    assert_eq!(panic_message(joined), "the call's own bug");
     assert_eq!(used(&backend, 30_000), "2.000");
+}
+
+/// A handler that returns an error is settled as a 500, and its error is the answer.
+#[test]
+fn a_failing_handler_is_settled_as_a_500() {
+    let backend = backend();
+    let handler = tower_service_fn(|_request| async {
+        Err::<Response<Full<Bytes>>, _>("the database is down")
+    });
+    let answer = run(&mut layered(Arc::clone(&backend), "2xx:1 5xx:4", handler));
+    let error = answer.expect("no panic").expect_err("the handler's error");
+    assert_eq!(error, "the database is down");
+    assert_eq!(used(&backend, 30_000), "4.000");
 }
 
 /// The in-process backend with every settle failing, as a Redis gone away after the reserve.
@@ -323,16 +327,9 @@ fn a_settle_the_store_cannot_make_sends_the_answer_without_counts() {
     let handler = tower_service_fn(|_request| async {
         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
     });
-    let mut service = RateLimitLayer::new(SettlesFail(Arc::clone(&backend)), |_: &Request<()>| {
-        Ok(Some(Subject::new("api", "one-key")))
-    })
-    .clock(|| 30_000)
-    .layer(handler);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let response = runtime
-        .block_on(service.call(Request::new(())))
+    let mut service = layered(SettlesFail(Arc::clone(&backend)), "esi", handler);
+    let response = run(&mut service)
+        .expect("no panic")
         .expect("the handler's answer");
     assert_eq!(response.status(), 200);
     let header = |name: &str| {
