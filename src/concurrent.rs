@@ -16,7 +16,7 @@
 
 use core::any::{Any, TypeId};
 use core::borrow::Borrow;
-use core::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use core::hash::{BuildHasher, Hash};
 use core::num::NonZeroUsize;
 use std::collections::HashMap;
 use std::sync::PoisonError;
@@ -89,6 +89,10 @@ pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
     shards: Box<[PaddedShard<K, S>]>,
     /// How far to shift a key's shard hash right to get its shard: 64 − log2(shards).
     shard_shift: u32,
+    /// The seed of the hash that picks a key's shard: random per limiter, and another than
+    /// the maps', so that whoever chooses keys can neither crowd them into one shard nor
+    /// tell which keys share one.
+    shard_seed: SeededState,
     /// The latest time seen by any `hit` or `record`: the server's clock, shared by all keys.
     latest_ms: ClockLine,
 }
@@ -229,6 +233,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             // A shift by 64 would overflow: with one shard, every hash shifts to 0 or 1 by
             // 63, and the mask in `shard_of` keeps it at 0.
             shard_shift: 64 - count.trailing_zeros().max(1),
+            shard_seed: SeededState::new(),
             latest_ms: ClockLine(AtomicU64::new(0)),
         }
     }
@@ -384,11 +389,11 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         }
     }
 
-    /// The shard `key` lives in, picked by the top bits of its [`ShardHasher`] hash. A
-    /// borrowed key hashes as the owned one does (`Borrow`'s contract).
+    /// The shard `key` lives in, picked by the top bits of its hash under the limiter's
+    /// shard seed. A borrowed key hashes as the owned one does (`Borrow`'s contract).
     #[inline]
     fn shard_of<Q: Hash + ?Sized>(&self, key: &Q) -> &PaddedShard<K, S> {
-        let hash = BuildHasherDefault::<ShardHasher>::default().hash_one(key);
+        let hash = self.shard_seed.hash_one(key);
         let index = (hash >> self.shard_shift) as usize & (self.shards.len() - 1);
         &self.shards[index]
     }
@@ -741,55 +746,6 @@ fn shrink<K: Hash + Eq, V>(map: &mut HashMap<K, V, SeededState>) {
     }
 }
 
-/// Picks a key's shard: the multiply-and-rotate hash of rustc's `FxHasher`, well mixed in
-/// its top bits, which are the ones used, and unrelated to the maps' own hash, whose top
-/// bits tag a key within its table. It is not keyed, so whoever chooses the keys could
-/// crowd them into one shard; that costs only waiting for one lock, since within a shard
-/// the map hashes with a per-limiter random seed (`src/seeded_hash.rs`), and a crowded
-/// table is no slower to search.
-#[derive(Default)]
-struct ShardHasher(u64);
-
-impl ShardHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for ShardHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, value: u8) {
-        self.add(value.into());
-    }
-
-    fn write_u16(&mut self, value: u16) {
-        self.add(value.into());
-    }
-
-    fn write_u32(&mut self, value: u32) {
-        self.add(value.into());
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.add(value);
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.add(value as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Locks a shard for reading. A thread that panicked while holding the write lock cannot have
 /// left a bucket half-changed (a state is replaced whole, after its decision is made), so a
 /// poisoned lock is taken as it is.
@@ -800,4 +756,51 @@ fn read<K, S>(shard: &PaddedShard<K, S>) -> RwLockReadGuard<'_, Shard<K, S>> {
 /// Locks a shard for writing; a poisoned lock is taken as it is, as in [`read`].
 fn write<K, S>(shard: &PaddedShard<K, S>) -> RwLockWriteGuard<'_, Shard<K, S>> {
     shard.0.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use core::num::NonZeroUsize;
+
+    /// The shard of each of `keys` under `limiter`, as indexes.
+    fn shards_of(limiter: &ConcurrentKeyedLimiter<String>, keys: &[String]) -> Vec<usize> {
+        keys.iter()
+            .map(|key| {
+                let shard = limiter.shard_of(key);
+                let is_it = |candidate: &PaddedShard<String, FloatingState>| {
+                    core::ptr::eq(candidate, shard)
+                };
+                limiter
+                    .shards
+                    .iter()
+                    .position(is_it)
+                    .expect("one of its shards")
+            })
+            .collect()
+    }
+
+    /// Keys as a client would choose them spread over the shards (none holds twice its
+    /// share), and a second limiter puts them elsewhere: the shard hash is seeded, so no
+    /// one can choose keys that crowd one shard without knowing the seed.
+    #[test]
+    fn chosen_keys_spread_over_the_shards_and_each_limiter_places_them_apart() {
+        let limit = "10/1m".parse().expect("a limit");
+        let shards = NonZeroUsize::new(64).expect("64");
+        let keys: Vec<String> = (0..64 * 1_000).map(|n| format!("client-{n}")).collect();
+        let first = ConcurrentKeyedLimiter::<String>::with_shards(limit, shards);
+        let second = ConcurrentKeyedLimiter::<String>::with_shards(limit, shards);
+        let (placed, again) = (shards_of(&first, &keys), shards_of(&second, &keys));
+        let mut counts = [0_usize; 64];
+        for &shard in &placed {
+            counts[shard] += 1;
+        }
+        assert!(counts.iter().all(|&count| count < 2 * 1_000), "{counts:?}");
+        let moved = placed.iter().zip(&again).filter(|(a, b)| a != b).count();
+        assert!(
+            moved > keys.len() * 9 / 10,
+            "{moved} of {} moved",
+            keys.len()
+        );
+    }
 }
