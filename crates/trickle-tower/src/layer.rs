@@ -3,7 +3,6 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::StatusCode;
 use tower_layer::Layer;
@@ -11,6 +10,7 @@ use trickle::flow::Pricing;
 use trickle::CostTable;
 
 use crate::backend::Backend;
+use crate::clock::system_ms;
 use crate::service::RateLimit;
 
 /// Who pays for a request: the bucket of `key` in `group`. ESI's key is the application
@@ -179,8 +179,9 @@ impl<B, F> fmt::Debug for RateLimitLayer<B, F> {
 
 impl<B: Backend, F> RateLimitLayer<B, F> {
     /// A layer over `backend`, whose buckets `subject` picks for each request: ESI's
-    /// pricing (a reserve of 1 token, ESI's cost table), [`OnFailure::Open`], and the system
-    /// clock.
+    /// pricing (a reserve of 1 token, ESI's cost table), [`OnFailure::Open`], and the layer's
+    /// clock ([`system_ms`](crate::system_ms): the wall clock anchored once, moved on by a
+    /// monotonic one).
     ///
     /// `subject` returns `Ok(Some(_))` for a request to limit, `Ok(None)` for one to let
     /// through unlimited (a health check), and `Err(Rejection)` for one to answer at once
@@ -226,8 +227,8 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
         self
     }
 
-    /// Decides on `clock` (ms since the Unix epoch) instead of the system's: for tests, and
-    /// for servers that keep their own.
+    /// Decides on `clock` (ms since the Unix epoch) instead of
+    /// [`system_ms`](crate::system_ms): for tests, and for servers that keep their own.
     pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
         Arc::make_mut(&mut self.config).clock = Arc::new(clock);
         self
@@ -237,19 +238,6 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
     pub fn backend(&self) -> &Arc<B> {
         &self.config.backend
     }
-}
-
-/// The clock a layer decides on unless given another ([`RateLimitLayer::clock`]): the
-/// system's, in ms since the Unix epoch, so that windows start where every other process
-/// on that clock (a second server, a docs page in live mode) starts them. A server that
-/// sweeps its [`InProcess`](crate::InProcess) buckets should sweep on the same clock.
-pub fn system_ms() -> u64 {
-    // A clock before 1970 reads as 1970; the core takes no negative time.
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 impl<S, B, F> Layer<S> for RateLimitLayer<B, F> {

@@ -39,6 +39,7 @@
 
 mod answers;
 mod backend;
+pub mod clock;
 mod layer;
 #[cfg(feature = "redis")]
 mod redis;
@@ -48,7 +49,8 @@ pub use answers::{
     Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
 };
 pub use backend::{Backend, InProcess, UnknownGroup};
-pub use layer::{system_ms, OnFailure, RateLimitLayer, Rejection, Subject};
+pub use clock::system_ms;
+pub use layer::{OnFailure, RateLimitLayer, Rejection, Subject};
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};
 pub use service::RateLimit;
