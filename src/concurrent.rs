@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::decision::Decision;
+use crate::decision::{Decision, Outcome};
 use crate::floating::FloatingState;
 use crate::keyed::from_callers_clock;
 use crate::limit::Limit;
@@ -95,7 +95,34 @@ pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
     shard_seed: SeededState,
     /// The latest time seen by any `hit` or `record`: the server's clock, shared by all keys.
     latest_ms: ClockLine,
+    /// The most keys a new key's `hit` may find in its shard (the cap over the shards, rounded
+    /// up); `usize::MAX` when there is no cap.
+    keys_per_shard: usize,
 }
+
+/// A new key refused because its shard of a capped limiter
+/// ([`ConcurrentKeyedLimiter::with_max_keys`]) is full of buckets that still count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyKeys {
+    /// The limiter's cap.
+    pub max_keys: usize,
+    /// How long from the caller's `now` until the shard's next window begins, when it drops
+    /// the buckets that no longer count and new keys may fit again.
+    pub retry_after_ms: u64,
+}
+
+impl core::fmt::Display for TooManyKeys {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "the limiter holds as many keys as it may ({}), all of them still counting: a new key \
+             may fit once the next window begins, in {} ms",
+            self.max_keys, self.retry_after_ms
+        )
+    }
+}
+
+impl std::error::Error for TooManyKeys {}
 
 /// The shared clock on cache lines of its own. It is written whenever time moves on, and
 /// every decision reads the fields before it: sharing their line, or one with whatever the
@@ -235,7 +262,29 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             shard_shift: 64 - count.trailing_zeros().max(1),
             shard_seed: SeededState::new(),
             latest_ms: ClockLine(AtomicU64::new(0)),
+            keys_per_shard: usize::MAX,
         }
+    }
+
+    /// The same limiter holding at most about `max_keys` keys: each shard takes its share,
+    /// rounded up. Past it, a `hit` or a reserve for a new key is refused until the shard's
+    /// next window, when it drops the buckets that no longer count; keys already present
+    /// are decided as ever, and a `record` or a settle always lands (they charge what a
+    /// request really cost). Evicting a bucket that still counts would forget its charges
+    /// and let its key in again, so none is: the cap bounds memory, at the price of turning
+    /// new keys away while the table is full of live ones.
+    ///
+    /// [`try_decide`](ConcurrentKeyedLimiter::try_decide) tells a refused new key apart;
+    /// the other methods answer it as a denial with the same `retry_after_ms`.
+    pub fn with_max_keys(mut self, max_keys: NonZeroUsize) -> ConcurrentKeyedLimiter<K, S> {
+        self.keys_per_shard = max_keys.get().div_ceil(self.shards.len());
+        self
+    }
+
+    /// The cap on keys, as the shards hold it (the cap given, rounded up to a multiple of
+    /// the number of shards); `None` without one.
+    pub fn max_keys(&self) -> Option<usize> {
+        (self.keys_per_shard != usize::MAX).then(|| self.keys_per_shard * self.shards.len())
     }
 
     /// The limit every key is held to.
@@ -256,7 +305,8 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
 
     /// Decides a request of `cost` for `key` at `now_ms`, spending the cost if it fits.
     pub fn hit(&self, key: K, now_ms: u64, cost: u64) -> Decision {
-        self.charge(KeyArg::Owned(key), now_ms, cost, Charge::Hit)
+        let charged = self.charge(KeyArg::Owned(key), now_ms, cost, Charge::Hit);
+        self.or_denial(charged, now_ms, cost)
     }
 
     /// Applies `op` to `key`'s bucket, as a [`Store`](crate::Store) does, with the key
@@ -267,10 +317,27 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        let decided = self.try_decide(key, op, now_ms, cost);
+        self.or_denial(decided, now_ms, cost)
+    }
+
+    /// [`decide`](ConcurrentKeyedLimiter::decide), telling a new key refused by the cap
+    /// ([`with_max_keys`](ConcurrentKeyedLimiter::with_max_keys)) apart from a denial.
+    pub fn try_decide<Q>(
+        &self,
+        key: &Q,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<Decision, TooManyKeys>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let key = KeyArg::Borrowed(key, Q::to_owned);
         match op {
             Op::Hit | Op::Reserve { .. } => self.charge(key, now_ms, cost, Charge::Hit),
-            Op::Peek => self.peek(key.get(), now_ms, cost),
+            Op::Peek => Ok(self.peek(key.get(), now_ms, cost)),
             Op::Record => self.charge(key, now_ms, cost, Charge::Record),
             Op::Settle {
                 reserved_at_ms,
@@ -278,6 +345,24 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
                 ..
             } => self.settle_key(key, reserved_at_ms, reserved, now_ms, cost),
         }
+    }
+
+    /// The decision, or for a new key the cap refused, a denial of a fresh bucket with the
+    /// cap's wait.
+    fn or_denial(
+        &self,
+        decided: Result<Decision, TooManyKeys>,
+        now_ms: u64,
+        cost: u64,
+    ) -> Decision {
+        decided.unwrap_or_else(|full| {
+            let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
+            let mut denial = S::default().peek(&self.limit, at_ms, cost);
+            denial.outcome = Outcome::Denied {
+                retry_after_ms: full.retry_after_ms,
+            };
+            denial
+        })
     }
 
     /// What [`hit`](ConcurrentKeyedLimiter::hit) would answer for `key`, without spending or
@@ -309,7 +394,8 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
 
     /// Charges `cost` to `key` after the fact, even past the limit.
     pub fn record(&self, key: K, now_ms: u64, cost: u64) -> Decision {
-        self.charge(KeyArg::Owned(key), now_ms, cost, Charge::Record)
+        let charged = self.charge(KeyArg::Owned(key), now_ms, cost, Charge::Record);
+        self.or_denial(charged, now_ms, cost)
     }
 
     /// Admits a request of `cost` for `key` at `now_ms` if it fits, holding the cost in a
@@ -323,7 +409,8 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     /// sequential core would at this point in the key's decisions.
     pub fn settle(&self, key: K, reservation: Reservation, now_ms: u64, cost: u64) -> Decision {
         let (at_ms, reserved) = (reservation.at_ms(), reservation.cost());
-        self.settle_key(KeyArg::Owned(key), at_ms, reserved, now_ms, cost)
+        let settled = self.settle_key(KeyArg::Owned(key), at_ms, reserved, now_ms, cost);
+        self.or_denial(settled, now_ms, cost)
     }
 
     /// [`settle`](ConcurrentKeyedLimiter::settle) of the reservation's parts, as
@@ -335,7 +422,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         reserved: u64,
         now_ms: u64,
         cost: u64,
-    ) -> Decision
+    ) -> Result<Decision, TooManyKeys>
     where
         K: Borrow<Q>,
     {
@@ -409,7 +496,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         now_ms: u64,
         cost: u64,
         charge: Charge,
-    ) -> Decision
+    ) -> Result<Decision, TooManyKeys>
     where
         K: Borrow<Q>,
     {
@@ -433,7 +520,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
                     if let Some(decision) = decision {
                         self.publish(now_ms, seen_ms);
                         drop(buckets);
-                        return told(decision, now_ms);
+                        return Ok(told(decision, now_ms));
                     }
                 }
             }
@@ -450,7 +537,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         now_ms: u64,
         cost: u64,
         charge: Charge,
-    ) -> Decision
+    ) -> Result<Decision, TooManyKeys>
     where
         K: Borrow<Q>,
     {
@@ -467,6 +554,19 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         }
         let buckets = &mut *guard;
         let elapsed_ms = at_ms - buckets.window_start_ms;
+        // The cap turns away a new key's hit while the shard is full of buckets that still
+        // count (the sweep above dropped the rest, once a window); a record or a settle
+        // charges what a request really cost, and always lands.
+        if charge == Charge::Hit
+            && buckets.packed.len() + buckets.wide.len() >= self.keys_per_shard
+            && !buckets.packed.contains_key(key.get())
+            && !buckets.wide.contains_key(key.get())
+        {
+            return Err(TooManyKeys {
+                max_keys: self.keys_per_shard * self.shards.len(),
+                retry_after_ms: buckets.window_start_ms + self.limit.window_ms() - now_ms,
+            });
+        }
         let decision = match self.packing {
             Some(packing) if buckets.wide.is_empty() || !buckets.wide.contains_key(key.get()) => {
                 let start_ms = buckets.window_start_ms;
@@ -518,7 +618,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             }
         };
         drop(guard);
-        told(decision, now_ms)
+        Ok(told(decision, now_ms))
     }
 
     /// Moves a packed key into the wide map and charges `cost` there: the packed counters

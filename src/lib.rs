@@ -105,7 +105,7 @@ mod tokens;
 pub use algorithm::{Algorithm, Limiter};
 pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
 #[cfg(feature = "std")]
-pub use concurrent::ConcurrentKeyedLimiter;
+pub use concurrent::{ConcurrentKeyedLimiter, TooManyKeys};
 pub use costs::CostTable;
 pub use decision::{Counters, Decision, Outcome};
 pub use errors::{AlgorithmError, LimitError, StatusError};

@@ -10,7 +10,7 @@ use std::sync::Barrier;
 use std::thread;
 
 use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
-use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Limit, Outcome};
+use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Limit, Op, Outcome, TooManyKeys};
 
 fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")
@@ -712,4 +712,69 @@ fn shards_are_a_power_of_two() {
         assert_eq!(limiter.shards(), made);
     }
     assert!(ConcurrentKeyedLimiter::<u64>::new(limit("2/1s")).shards() >= 4);
+}
+
+/// A capped limiter holds at most its cap of keys, however many new keys come: past it a
+/// new key's hit is refused (told apart by `try_decide`, a denial elsewhere) until the
+/// shard's next window, while keys already present are decided as ever and a record or a
+/// settle for any key lands. Two windows on, the idle buckets leave and new keys fit again.
+#[test]
+fn a_capped_limiter_turns_new_keys_away_and_takes_them_again_once_buckets_go_idle() {
+    let limit: Limit = "5/1s".parse().unwrap();
+    let limiter = ConcurrentKeyedLimiter::<String>::with_shards(limit, NonZeroUsize::MIN)
+        .with_max_keys(NonZeroUsize::new(64).unwrap());
+    assert_eq!(limiter.max_keys(), Some(64));
+    for n in 0..64 {
+        assert!(limiter.hit(format!("key-{n}"), 100, 1).is_allowed());
+    }
+    let refused = limiter.try_decide("new", Op::Hit, 250, 1);
+    assert_eq!(
+        refused,
+        Err(TooManyKeys {
+            max_keys: 64,
+            retry_after_ms: 750
+        })
+    );
+    assert!(refused
+        .unwrap_err()
+        .to_string()
+        .contains("as many keys as it may (64)"));
+    let denied = limiter.hit("new".to_string(), 250, 1);
+    assert_eq!(
+        denied.outcome,
+        Outcome::Denied {
+            retry_after_ms: 750
+        }
+    );
+    assert_eq!(limiter.len(), 64, "a refused key takes no room");
+    // Keys already in are decided as ever; a record lands even for a new key.
+    assert!(limiter.hit("key-7".to_string(), 300, 1).is_allowed());
+    assert!(limiter.record("charged".to_string(), 300, 2).is_allowed());
+    assert_eq!(limiter.len(), 65);
+    // In the next window nothing has gone idle yet (the floating window counts the last one).
+    assert!(limiter.try_decide("new", Op::Hit, 1_100, 1).is_err());
+    // Two windows on, every bucket is idle and is dropped: new keys fit again.
+    assert!(limiter
+        .try_decide("new", Op::Hit, 2_000, 1)
+        .expect("room")
+        .is_allowed());
+    assert_eq!(limiter.len(), 1);
+}
+
+/// 200,000 distinct keys through a limiter capped at 10,000: it never holds more than the
+/// cap, and refuses the rest, whatever the shards.
+#[test]
+fn a_capped_limiter_never_holds_more_than_its_cap() {
+    let limiter = ConcurrentKeyedLimiter::<u64>::new("10/1m".parse().unwrap())
+        .with_max_keys(NonZeroUsize::new(10_000).unwrap());
+    let cap = limiter.max_keys().expect("a cap");
+    assert!((10_000..10_000 + limiter.shards()).contains(&cap), "{cap}");
+    let admitted = (0..200_000_u64)
+        .filter(|&key| limiter.hit(key, 1_000, 1).is_allowed())
+        .count();
+    assert_eq!(limiter.len(), admitted);
+    assert!(
+        admitted <= cap && admitted > cap - limiter.shards() * 200,
+        "{admitted} of {cap}"
+    );
 }
