@@ -212,6 +212,11 @@ impl Server {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the server has written to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
