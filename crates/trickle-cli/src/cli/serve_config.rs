@@ -15,7 +15,10 @@
 //! Everything is checked here, before a socket is opened, so that a mistake is a message
 //! naming the file, the line and what is allowed, never a server that half starts (axum
 //! panics on a route it cannot parse or on one registered twice; both are refused here).
+//! The checks take time in proportion to the file, so that a file of 30,000 routes loads
+//! as quickly as it is read.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::ops::Range;
@@ -255,7 +258,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// Checks `text`, the contents of the file at `path` (named in the errors).
 pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-    let lines = Lines { text };
+    let lines = Lines::new(text);
     let fail =
         |span: Range<usize>, problem| Err(ConfigError::new(path, Some(lines.of(span)), problem));
     let raw: RawConfig = toml::from_str(text).map_err(|error| {
@@ -295,8 +298,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         return Err(ConfigError::new(path, None, Problem::NoGroups));
     }
     let mut groups: Vec<Group> = Vec::with_capacity(raw.group.len());
+    // Every group name seen so far and the line its group starts on.
+    let mut names_seen: HashMap<String, usize> = HashMap::with_capacity(raw.group.len());
     // Every route seen so far: the group it is in and the line it is on.
-    let mut routes_seen: Vec<(String, String, usize)> = Vec::new();
+    let mut routes_seen: HashMap<String, (String, usize)> = HashMap::new();
     for raw_group in raw.group {
         let line = lines.of(raw_group.span());
         let RawGroup {
@@ -312,8 +317,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             return fail(span, Problem::GroupName(name.into_inner()));
         }
         let group = name.get_ref().clone();
-        if let Some(first) = groups.iter().find(|seen| seen.name == group) {
-            let first_line = first.line;
+        if let Some(&first_line) = names_seen.get(&group) {
             return fail(
                 name.span(),
                 Problem::DuplicateGroup {
@@ -322,6 +326,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
                 },
             );
         }
+        names_seen.insert(group.clone(), line);
 
         let limit = match limit.get_ref().parse::<Limit>() {
             Ok(parsed) => parsed,
@@ -356,21 +361,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
                     Problem::Route { route, why },
                 ));
             }
-            if let Some((_, first_group, first_line)) =
-                routes_seen.iter().find(|(seen, _, _)| *seen == route)
-            {
+            if let Some((first_group, first_line)) = routes_seen.get(&route) {
                 return Err(ConfigError::new(
                     path,
                     Some(route_line),
                     Problem::DuplicateRoute {
-                        route,
-                        group,
                         first_group: first_group.clone(),
                         first_line: *first_line,
+                        route,
+                        group,
                     },
                 ));
             }
-            routes_seen.push((route.clone(), group.clone(), route_line));
+            routes_seen.insert(route.clone(), (group.clone(), route_line));
             group_routes.push(route);
         }
 
@@ -390,14 +393,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
 }
 
 /// Byte offsets into the file as 1-based line numbers, as an editor shows them.
-struct Lines<'a> {
-    text: &'a str,
+struct Lines {
+    /// Where each line after the first starts: a search in it, rather than counting the
+    /// newlines before every span, keeps a file of many routes from taking the square of
+    /// its size to check.
+    starts: Vec<usize>,
 }
 
-impl Lines<'_> {
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let starts = text
+            .bytes()
+            .enumerate()
+            .filter(|(_, byte)| *byte == b'\n')
+            .map(|(offset, _)| offset + 1)
+            .collect();
+        Lines { starts }
+    }
+
     fn of(&self, span: Range<usize>) -> usize {
-        let before = self.text.get(..span.start).unwrap_or(self.text);
-        before.matches('\n').count() + 1
+        self.starts.partition_point(|start| *start <= span.start) + 1
     }
 }
 
@@ -533,10 +548,52 @@ mod tests {
 
     #[test]
     fn lines_count_from_one() {
-        let lines = Lines { text: "a\nb\nc" };
+        let lines = Lines::new("a\nb\nc");
         assert_eq!(lines.of(0..1), 1);
+        assert_eq!(lines.of(1..2), 1);
         assert_eq!(lines.of(2..3), 2);
         assert_eq!(lines.of(4..5), 3);
         assert_eq!(lines.of(99..100), 3);
+    }
+
+    /// 30 groups of 1,000 routes: the file a big API's routes make. The checks are linear,
+    /// so this takes as long as reading the file (see docs/src/reliability.md for the
+    /// figures before and after; no clock here, as timing is a benchmark's job).
+    #[test]
+    fn thirty_thousand_routes_load() {
+        let text = many_routes(30, 1_000);
+        let path = Path::new("many.toml");
+        let config = parse(path, &text).unwrap();
+        assert_eq!(config.groups.len(), 30);
+        let routes: usize = config.groups.iter().map(|group| group.routes.len()).sum();
+        assert_eq!(routes, 30_000);
+        assert_eq!(config.groups[29].routes[999], "/g29/r999");
+
+        // The last route repeating the first is still found, on the lines the file has.
+        let repeated = text.replace("\"/g29/r999\",", "\"/g29/r999\", \"/g0/r0\",");
+        let error = parse(path, &repeated).unwrap_err();
+        let last_route = text.lines().position(|line| line.contains("/g29/r999"));
+        assert_eq!(error.line, last_route.map(|index| index + 1), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("route \"/g0/r0\" is in group \"g29\" and in group \"g0\" (line 5)"),
+            "{error}"
+        );
+    }
+
+    /// `groups` groups of `routes` routes each, one route a line.
+    fn many_routes(groups: usize, routes: usize) -> String {
+        let mut text = String::new();
+        for group in 0..groups {
+            text.push_str(&format!(
+                "[[group]]\nname = \"g{group}\"\nlimit = \"6/8s\"\nroutes = [\n"
+            ));
+            for route in 0..routes {
+                text.push_str(&format!("  \"/g{group}/r{route}\",\n"));
+            }
+            text.push_str("]\n\n");
+        }
+        text
     }
 }
