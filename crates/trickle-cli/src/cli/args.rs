@@ -1,7 +1,7 @@
 //! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
 //! [--redis URL] [--on-failure open|closed] [--header-timeout D] [--idle-timeout D]
-//! [--max-connections N] [--drain-timeout D]`, read with lexopt.
+//! [--max-connections N] [--drain-timeout D] [--max-window D]`, read with lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -16,6 +16,7 @@ use lexopt::prelude::*;
 use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
 use trickle_tower::OnFailure;
 
+use crate::cli::serve_config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
 use crate::cli::serve_connections::{
     duration_text, parse_duration, Connections, MAX_MAX_CONNECTIONS, MAX_TIMEOUT,
 };
@@ -57,6 +58,8 @@ pub struct ServeArgs {
     /// The timeouts and the cap on connections (`--header-timeout`, `--idle-timeout`,
     /// `--max-connections`, `--drain-timeout`).
     pub connections: Connections,
+    /// The longest window a group's limit may have (`--max-window`).
+    pub max_window: Duration,
 }
 
 /// Where the request log comes from.
@@ -91,8 +94,8 @@ pub enum UsageError {
     OnFailure(String),
     /// A positional argument after `serve`, which reads its routes from `--config`.
     ServeArgument(OsString),
-    /// A malformed or out-of-range `--header-timeout`, `--idle-timeout` or
-    /// `--drain-timeout`.
+    /// A malformed or out-of-range `--header-timeout`, `--idle-timeout`, `--drain-timeout`
+    /// or `--max-window`.
     Duration {
         flag: &'static str,
         text: String,
@@ -247,6 +250,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut idle_timeout: Option<String> = None;
     let mut max_connections: Option<String> = None;
     let mut drain_timeout: Option<String> = None;
+    let mut max_window: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
@@ -281,6 +285,9 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
                 "--drain-timeout",
                 parser.value()?.string()?,
             )?,
+            Long("max-window") => {
+                set_once(&mut max_window, "--max-window", parser.value()?.string()?)?
+            }
             Value(argument) => return Err(UsageError::ServeArgument(argument)),
             _ => return Err(arg.unexpected().into()),
         }
@@ -325,12 +332,19 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             MAX_TIMEOUT,
         )?,
     };
+    let max_window = duration_flag(
+        "--max-window",
+        max_window,
+        DEFAULT_MAX_WINDOW,
+        MAX_MAX_WINDOW,
+    )?;
     Ok(Command::Serve(ServeArgs {
         config,
         listen,
         redis,
         on_failure,
         connections,
+        max_window,
     }))
 }
 

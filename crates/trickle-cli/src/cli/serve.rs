@@ -92,7 +92,7 @@ impl fmt::Display for ServeError {
 /// Reads the config, then serves until SIGTERM or SIGINT, after which requests in flight
 /// get `--drain-timeout` to finish.
 pub fn serve(args: &ServeArgs) -> Result<(), ServeError> {
-    let config = serve_config::load(&args.config).map_err(ServeError::Config)?;
+    let config = serve_config::load(&args.config, args.max_window).map_err(ServeError::Config)?;
     // A second subscriber (none here) would be the only reason for an error; nothing to do.
     let _ = tracing_subscriber::fmt()
         .with_writer(io::stderr)

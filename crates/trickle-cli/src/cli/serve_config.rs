@@ -23,17 +23,30 @@ use std::fmt;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
 use trickle::costs::CostTableError;
 use trickle::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
 
+use crate::cli::serve_connections::duration_text;
+
 /// The longest group name: it is sent back in a header and becomes a Redis key prefix.
 const MAX_GROUP_NAME: usize = 64;
 
 /// The longest route, far beyond any demo's.
 const MAX_ROUTE: usize = 256;
+
+/// The longest window a limit may have unless `--max-window` says otherwise: 31 days, a
+/// monthly quota, the longest period API plans commonly count by. A client's bucket is
+/// kept until two windows have passed without its requests (in process and on Redis), so
+/// the window bounds how long a client that never comes back costs memory: 62 days here,
+/// where a window such as `1/5124095576h`'s would keep every key for good.
+pub const DEFAULT_MAX_WINDOW: Duration = Duration::from_secs(744 * 3600);
+
+/// The most `--max-window` may allow: 366 days, a yearly quota.
+pub const MAX_MAX_WINDOW: Duration = Duration::from_secs(8784 * 3600);
 
 /// A config file, checked.
 #[derive(Debug, Clone)]
@@ -112,6 +125,12 @@ pub enum Problem {
         group: String,
         error: LimitError,
     },
+    /// A window longer than `--max-window`, whose buckets would be kept that long.
+    WindowTooLong {
+        group: String,
+        limit: Limit,
+        max_window: Duration,
+    },
     Algorithm {
         group: String,
         error: AlgorithmError,
@@ -186,6 +205,21 @@ impl fmt::Display for ConfigError {
                  each group a name of its own"
             ),
             Problem::Limit { group, error } => write!(f, "group {group:?}: invalid limit: {error}"),
+            Problem::WindowTooLong {
+                group,
+                limit,
+                max_window,
+            } => write!(
+                f,
+                "group {group:?}: limit {limit} has a window longer than {}, the longest \
+                 allowed: a client's bucket is kept until two windows pass without a request \
+                 from it, so the window bounds how long a client that never returns costs \
+                 memory; give a window of at most {}, or raise --max-window (at most {}, \
+                 366 days)",
+                duration_text(*max_window),
+                duration_text(*max_window),
+                duration_text(MAX_MAX_WINDOW)
+            ),
             Problem::Algorithm { group, error } => write!(f, "group {group:?}: {error}"),
             Problem::Costs { group, error } => {
                 write!(f, "group {group:?}: invalid costs: {error}")
@@ -249,15 +283,17 @@ impl ConfigError {
     }
 }
 
-/// Reads and checks the config file at `path`.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
+/// Reads and checks the config file at `path`, whose limits may have windows up to
+/// `max_window`.
+pub fn load(path: &Path, max_window: Duration) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| ConfigError::new(path, None, Problem::Read(error)))?;
-    parse(path, &text)
+    parse(path, &text, max_window)
 }
 
-/// Checks `text`, the contents of the file at `path` (named in the errors).
-pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+/// Checks `text`, the contents of the file at `path` (named in the errors), whose limits
+/// may have windows up to `max_window`.
+pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, ConfigError> {
     let lines = Lines::new(text);
     let fail =
         |span: Range<usize>, problem| Err(ConfigError::new(path, Some(lines.of(span)), problem));
@@ -329,6 +365,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         names_seen.insert(group.clone(), line);
 
         let limit = match limit.get_ref().parse::<Limit>() {
+            Ok(parsed) if u128::from(parsed.window_ms()) > max_window.as_millis() => {
+                return fail(
+                    limit.span(),
+                    Problem::WindowTooLong {
+                        group,
+                        limit: parsed,
+                        max_window,
+                    },
+                )
+            }
             Ok(parsed) => parsed,
             Err(error) => return fail(limit.span(), Problem::Limit { group, error }),
         };
@@ -563,7 +609,7 @@ mod tests {
     fn thirty_thousand_routes_load() {
         let text = many_routes(30, 1_000);
         let path = Path::new("many.toml");
-        let config = parse(path, &text).unwrap();
+        let config = parse(path, &text, DEFAULT_MAX_WINDOW).unwrap();
         assert_eq!(config.groups.len(), 30);
         let routes: usize = config.groups.iter().map(|group| group.routes.len()).sum();
         assert_eq!(routes, 30_000);
@@ -571,7 +617,7 @@ mod tests {
 
         // The last route repeating the first is still found, on the lines the file has.
         let repeated = text.replace("\"/g29/r999\",", "\"/g29/r999\", \"/g0/r0\",");
-        let error = parse(path, &repeated).unwrap_err();
+        let error = parse(path, &repeated, DEFAULT_MAX_WINDOW).unwrap_err();
         let last_route = text.lines().position(|line| line.contains("/g29/r999"));
         assert_eq!(error.line, last_route.map(|index| index + 1), "{error}");
         assert!(
@@ -595,5 +641,23 @@ mod tests {
             text.push_str("]\n\n");
         }
         text
+    }
+
+    #[rustfmt::skip]
+    #[test]
+    fn windows_up_to_the_longest_allowed() {
+        let cases: [(&str, Duration, bool); 6] = [
+            ("6/8s",          DEFAULT_MAX_WINDOW, true),
+            ("100/744h",      DEFAULT_MAX_WINDOW, true),
+            ("100/745h",      DEFAULT_MAX_WINDOW, false),
+            ("1/5124095576h", DEFAULT_MAX_WINDOW, false),
+            ("1/8784h",       MAX_MAX_WINDOW,     true),
+            ("1/2s",          Duration::from_secs(1), false),
+        ];
+        for (limit, max_window, ok) in cases {
+            let text = format!("[[group]]\nname = \"a\"\nlimit = \"{limit}\"\nroutes = [\"/a\"]\n");
+            let parsed = parse(Path::new("w.toml"), &text, max_window);
+            assert_eq!(parsed.is_ok(), ok, "{limit}: {:?}", parsed.err().map(|e| e.to_string()));
+        }
     }
 }
