@@ -299,7 +299,7 @@ fn cors_answers_only_the_origins_listed() {
 }
 
 #[test]
-fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
+fn a_request_without_a_valid_client_id_status_or_delay_is_a_400_and_costs_nothing() {
     let config = ConfigFile::new(CONFIG);
     let server = Server::start(&config, &[]);
     let http = Http::new();
@@ -307,7 +307,7 @@ fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
     let long = "x".repeat(65);
 
     #[rustfmt::skip]
-    let cases: [(&str, Headers, &[&str]); 9] = [
+    let cases: [(&str, Headers, &[&str]); 12] = [
         ("", &[], &["send an X-Client-Id header", "1 to 64 visible ASCII characters"]),
         ("", &[("X-Client-Id", "")], &["X-Client-Id is empty", "1 to 64"]),
         ("", &[("X-Client-Id", &long)], &["X-Client-Id is 65 bytes long", "1 to 64"]),
@@ -317,6 +317,9 @@ fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
         ("?status=600", &[("X-Client-Id", "s")], &["?status=600", "200 to 599"]),
         ("?status=199", &[("X-Client-Id", "s")], &["?status=199", "200 to 599"]),
         ("?status=200&status=404", &[("X-Client-Id", "s")], &["more than once"]),
+        ("?delay_ms=1001", &[("X-Client-Id", "s")], &["?delay_ms=1001 is not a whole number of milliseconds from 0 to 1000"]),
+        ("?delay_ms=soon", &[("X-Client-Id", "s")], &["?delay_ms=soon", "0 to 1000"]),
+        ("?delay_ms=1&delay_ms=2", &[("X-Client-Id", "s")], &["?delay_ms= is given more than once"]),
     ];
     for (query, headers, expected) in cases {
         let reply = http.get(&format!("{url}{query}"), headers);
@@ -329,11 +332,16 @@ fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
             assert!(message.contains(text), "{case}: no {text:?} in {message:?}");
         }
     }
-    // The client whose statuses were refused still has a full bucket.
+    // The client whose statuses and delays were refused still has a full bucket.
     assert_eq!(
         counts(&http.get(&url, &client("s"))),
         (200, Some(18), Some(2))
     );
+    // A wait the demo may make is charged as any answer, after it.
+    let started = std::time::Instant::now();
+    let slow = http.get(&format!("{url}?delay_ms=300&status=404"), &client("s"));
+    assert!(started.elapsed() >= Duration::from_millis(300), "{slow:?}");
+    assert_eq!(counts(&slow), (404, Some(13), Some(5)));
     // 64 characters is the most, and any visible ASCII will do.
     let longest = "~".repeat(63) + "!";
     assert_eq!(http.get(&url, &client(&longest)).status, 200);
