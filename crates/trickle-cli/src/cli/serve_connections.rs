@@ -114,7 +114,7 @@ pub fn duration_text(duration: Duration) -> String {
     let ms = duration.as_millis();
     let unit = [("h", 3_600_000), ("m", 60_000), ("s", 1_000)]
         .into_iter()
-        .find(|(_, unit_ms)| ms >= *unit_ms && ms % unit_ms == 0);
+        .find(|(_, unit_ms)| ms >= *unit_ms && ms.is_multiple_of(*unit_ms));
     match unit {
         Some((name, unit_ms)) => format!("{}{name}", ms / unit_ms),
         None => format!("{ms}ms"),
