@@ -418,7 +418,7 @@ fn sigterm_and_sigint_stop_the_server_cleanly() {
 #[test]
 fn bad_config_files_are_refused_with_the_line_and_what_is_allowed() {
     #[rustfmt::skip]
-    let cases: [(&str, &str, &[&str]); 18] = [
+    let cases: [(&str, &str, &[&str]); 19] = [
         ("unknown algorithm",
             "[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nalgorithm = \"gcra\"\nroutes = [\"/a\"]\n",
             &["line 4: ", "unknown algorithm \"gcra\"", "floating, sliding-log, fixed or token-bucket"]),
@@ -470,6 +470,9 @@ fn bad_config_files_are_refused_with_the_line_and_what_is_allowed() {
         ("an origin with a path",
             "cors_origins = [\"http://docs.test/\"]\n[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n",
             &["line 1: ", "\"http://docs.test/\" is not an origin", "no path or trailing '/'"]),
+        ("a window whose keys would never leave",
+            "[[group]]\nname = \"a\"\nlimit = \"1/5124095576h\"\nroutes = [\"/a\"]\n",
+            &["line 3: ", "limit 1/5124095576h has a window longer than 744h", "two windows", "--max-window"]),
         ("a group name with a space",
             "[[group]]\nname = \"a b\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n",
             &["line 2: ", "group name \"a b\" must be 1 to 64 letters, digits"]),
@@ -513,7 +516,7 @@ fn a_serve_command_line_that_cannot_work_is_a_usage_error() {
     let config = ConfigFile::new(CONFIG);
     let path = config.arg();
     #[rustfmt::skip]
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 14] = [
         (&["serve"], &["serve needs --config FILE"]),
         (&["serve", "--config", path, "--listen", "localhost:80"],
             &["invalid --listen \"localhost:80\"", "127.0.0.1:8080"]),
@@ -524,6 +527,17 @@ fn a_serve_command_line_that_cannot_work_is_a_usage_error() {
         (&["serve", "--config", path, "--config", path], &["--config is given more than once"]),
         (&["serve", "--config", path, "--redis", "localhost:6379"],
             &["invalid --redis \"localhost:6379\"", "redis://HOST:PORT/"]),
+        (&["serve", "--config", path, "--header-timeout", "0s"],
+            &["invalid --header-timeout \"0s\"", "a unit ms, s, m or h, from 1ms to 24h"]),
+        (&["serve", "--config", path, "--idle-timeout", "30"], &["invalid --idle-timeout \"30\""]),
+        (&["serve", "--config", path, "--drain-timeout", "25h"], &["invalid --drain-timeout", "to 24h"]),
+        (&["serve", "--config", path, "--max-connections", "0"],
+            &["invalid --max-connections \"0\"", "from 1 to 1000000"]),
+        (&["serve", "--config", path, "--max-connections", "many"], &["invalid --max-connections"]),
+        (&["serve", "--config", path, "--max-window", "9000h"],
+            &["invalid --max-window \"9000h\"", "from 1ms to 8784h"]),
+        (&["serve", "--config", path, "--idle-timeout", "1s", "--idle-timeout", "2s"],
+            &["--idle-timeout is given more than once"]),
     ];
     for (args, expected) in cases {
         let run = trickle_within(args, Duration::from_secs(30));
@@ -539,6 +553,19 @@ fn a_serve_command_line_that_cannot_work_is_a_usage_error() {
             );
         }
     }
+}
+
+/// `--max-window` lets a longer window through, for a server whose operator has decided
+/// its keys may stay that long.
+#[test]
+fn max_window_allows_a_longer_window() {
+    let config = ConfigFile::new(
+        "[[group]]\nname = \"yearly\"\nlimit = \"100000/8784h\"\nroutes = [\"/yearly\"]\n",
+    );
+    let server = Server::start(&config, &["--max-window", "8784h"]);
+    let reply = Http::new().get(&format!("{}/yearly", server.url), &client("y"));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.header("x-ratelimit-limit"), Some("100000/8784h"));
 }
 
 #[test]
