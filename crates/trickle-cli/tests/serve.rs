@@ -299,7 +299,7 @@ fn cors_answers_only_the_origins_listed() {
 }
 
 #[test]
-fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
+fn a_request_without_a_valid_client_id_status_or_delay_is_a_400_and_costs_nothing() {
     let config = ConfigFile::new(CONFIG);
     let server = Server::start(&config, &[]);
     let http = Http::new();
@@ -307,7 +307,7 @@ fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
     let long = "x".repeat(65);
 
     #[rustfmt::skip]
-    let cases: [(&str, Headers, &[&str]); 9] = [
+    let cases: [(&str, Headers, &[&str]); 12] = [
         ("", &[], &["send an X-Client-Id header", "1 to 64 visible ASCII characters"]),
         ("", &[("X-Client-Id", "")], &["X-Client-Id is empty", "1 to 64"]),
         ("", &[("X-Client-Id", &long)], &["X-Client-Id is 65 bytes long", "1 to 64"]),
@@ -317,6 +317,9 @@ fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
         ("?status=600", &[("X-Client-Id", "s")], &["?status=600", "200 to 599"]),
         ("?status=199", &[("X-Client-Id", "s")], &["?status=199", "200 to 599"]),
         ("?status=200&status=404", &[("X-Client-Id", "s")], &["more than once"]),
+        ("?delay_ms=1001", &[("X-Client-Id", "s")], &["?delay_ms=1001 is not a whole number of milliseconds from 0 to 1000"]),
+        ("?delay_ms=soon", &[("X-Client-Id", "s")], &["?delay_ms=soon", "0 to 1000"]),
+        ("?delay_ms=1&delay_ms=2", &[("X-Client-Id", "s")], &["?delay_ms= is given more than once"]),
     ];
     for (query, headers, expected) in cases {
         let reply = http.get(&format!("{url}{query}"), headers);
@@ -329,11 +332,16 @@ fn a_request_without_a_valid_client_id_or_status_is_a_400_and_costs_nothing() {
             assert!(message.contains(text), "{case}: no {text:?} in {message:?}");
         }
     }
-    // The client whose statuses were refused still has a full bucket.
+    // The client whose statuses and delays were refused still has a full bucket.
     assert_eq!(
         counts(&http.get(&url, &client("s"))),
         (200, Some(18), Some(2))
     );
+    // A wait the demo may make is charged as any answer, after it.
+    let started = std::time::Instant::now();
+    let slow = http.get(&format!("{url}?delay_ms=300&status=404"), &client("s"));
+    assert!(started.elapsed() >= Duration::from_millis(300), "{slow:?}");
+    assert_eq!(counts(&slow), (404, Some(13), Some(5)));
     // 64 characters is the most, and any visible ASCII will do.
     let longest = "~".repeat(63) + "!";
     assert_eq!(http.get(&url, &client(&longest)).status, 200);
@@ -410,7 +418,7 @@ fn sigterm_and_sigint_stop_the_server_cleanly() {
 #[test]
 fn bad_config_files_are_refused_with_the_line_and_what_is_allowed() {
     #[rustfmt::skip]
-    let cases: [(&str, &str, &[&str]); 18] = [
+    let cases: [(&str, &str, &[&str]); 19] = [
         ("unknown algorithm",
             "[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nalgorithm = \"gcra\"\nroutes = [\"/a\"]\n",
             &["line 4: ", "unknown algorithm \"gcra\"", "floating, sliding-log, fixed or token-bucket"]),
@@ -462,6 +470,9 @@ fn bad_config_files_are_refused_with_the_line_and_what_is_allowed() {
         ("an origin with a path",
             "cors_origins = [\"http://docs.test/\"]\n[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n",
             &["line 1: ", "\"http://docs.test/\" is not an origin", "no path or trailing '/'"]),
+        ("a window whose keys would never leave",
+            "[[group]]\nname = \"a\"\nlimit = \"1/5124095576h\"\nroutes = [\"/a\"]\n",
+            &["line 3: ", "limit 1/5124095576h has a window longer than 744h", "two windows", "--max-window"]),
         ("a group name with a space",
             "[[group]]\nname = \"a b\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n",
             &["line 2: ", "group name \"a b\" must be 1 to 64 letters, digits"]),
@@ -505,7 +516,7 @@ fn a_serve_command_line_that_cannot_work_is_a_usage_error() {
     let config = ConfigFile::new(CONFIG);
     let path = config.arg();
     #[rustfmt::skip]
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 14] = [
         (&["serve"], &["serve needs --config FILE"]),
         (&["serve", "--config", path, "--listen", "localhost:80"],
             &["invalid --listen \"localhost:80\"", "127.0.0.1:8080"]),
@@ -516,6 +527,17 @@ fn a_serve_command_line_that_cannot_work_is_a_usage_error() {
         (&["serve", "--config", path, "--config", path], &["--config is given more than once"]),
         (&["serve", "--config", path, "--redis", "localhost:6379"],
             &["invalid --redis \"localhost:6379\"", "redis://HOST:PORT/"]),
+        (&["serve", "--config", path, "--header-timeout", "0s"],
+            &["invalid --header-timeout \"0s\"", "a unit ms, s, m or h, from 1ms to 24h"]),
+        (&["serve", "--config", path, "--idle-timeout", "30"], &["invalid --idle-timeout \"30\""]),
+        (&["serve", "--config", path, "--drain-timeout", "25h"], &["invalid --drain-timeout", "to 24h"]),
+        (&["serve", "--config", path, "--max-connections", "0"],
+            &["invalid --max-connections \"0\"", "from 1 to 1000000"]),
+        (&["serve", "--config", path, "--max-connections", "many"], &["invalid --max-connections"]),
+        (&["serve", "--config", path, "--max-window", "9000h"],
+            &["invalid --max-window \"9000h\"", "from 1ms to 8784h"]),
+        (&["serve", "--config", path, "--idle-timeout", "1s", "--idle-timeout", "2s"],
+            &["--idle-timeout is given more than once"]),
     ];
     for (args, expected) in cases {
         let run = trickle_within(args, Duration::from_secs(30));
@@ -531,6 +553,19 @@ fn a_serve_command_line_that_cannot_work_is_a_usage_error() {
             );
         }
     }
+}
+
+/// `--max-window` lets a longer window through, for a server whose operator has decided
+/// its keys may stay that long.
+#[test]
+fn max_window_allows_a_longer_window() {
+    let config = ConfigFile::new(
+        "[[group]]\nname = \"yearly\"\nlimit = \"100000/8784h\"\nroutes = [\"/yearly\"]\n",
+    );
+    let server = Server::start(&config, &["--max-window", "8784h"]);
+    let reply = Http::new().get(&format!("{}/yearly", server.url), &client("y"));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.header("x-ratelimit-limit"), Some("100000/8784h"));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
-//! [--redis URL] [--on-failure open|closed]`, read with lexopt.
+//! [--redis URL] [--on-failure open|closed] [--header-timeout D] [--idle-timeout D]
+//! [--max-connections N] [--drain-timeout D] [--max-window D]`, read with lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -9,10 +10,16 @@ use std::ffi::OsString;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use lexopt::prelude::*;
 use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
 use trickle_tower::OnFailure;
+
+use crate::cli::serve_config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
+use crate::cli::serve_connections::{
+    duration_text, parse_duration, Connections, MAX_MAX_CONNECTIONS, MAX_TIMEOUT,
+};
 
 /// Where `trickle serve` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -48,6 +55,11 @@ pub struct ServeArgs {
     pub redis: Option<String>,
     /// What a request gets while Redis cannot decide it.
     pub on_failure: OnFailure,
+    /// The timeouts and the cap on connections (`--header-timeout`, `--idle-timeout`,
+    /// `--max-connections`, `--drain-timeout`).
+    pub connections: Connections,
+    /// The longest window a group's limit may have (`--max-window`).
+    pub max_window: Duration,
 }
 
 /// Where the request log comes from.
@@ -82,6 +94,15 @@ pub enum UsageError {
     OnFailure(String),
     /// A positional argument after `serve`, which reads its routes from `--config`.
     ServeArgument(OsString),
+    /// A malformed or out-of-range `--header-timeout`, `--idle-timeout`, `--drain-timeout`
+    /// or `--max-window`.
+    Duration {
+        flag: &'static str,
+        text: String,
+        max: Duration,
+    },
+    /// `--max-connections` is not a whole number from 1 to [`MAX_MAX_CONNECTIONS`].
+    MaxConnections(String),
 }
 
 impl fmt::Display for UsageError {
@@ -135,6 +156,17 @@ impl fmt::Display for UsageError {
             UsageError::ServeArgument(argument) => write!(
                 f,
                 "unexpected argument {argument:?}: serve reads its routes from --config FILE"
+            ),
+            UsageError::Duration { flag, text, max } => write!(
+                f,
+                "invalid {flag} {text:?}: expected a whole number and a unit ms, s, m or h, \
+                 from 1ms to {}, as in 10s or 500ms",
+                duration_text(*max)
+            ),
+            UsageError::MaxConnections(text) => write!(
+                f,
+                "invalid --max-connections {text:?}: expected a whole number from 1 to \
+                 {MAX_MAX_CONNECTIONS}, as in 512"
             ),
         }
     }
@@ -214,6 +246,11 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut listen: Option<String> = None;
     let mut redis: Option<String> = None;
     let mut on_failure: Option<String> = None;
+    let mut header_timeout: Option<String> = None;
+    let mut idle_timeout: Option<String> = None;
+    let mut max_connections: Option<String> = None;
+    let mut drain_timeout: Option<String> = None;
+    let mut max_window: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
@@ -227,6 +264,29 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             Long("redis") => set_once(&mut redis, "--redis", parser.value()?.string()?)?,
             Long("on-failure") => {
                 set_once(&mut on_failure, "--on-failure", parser.value()?.string()?)?
+            }
+            Long("header-timeout") => set_once(
+                &mut header_timeout,
+                "--header-timeout",
+                parser.value()?.string()?,
+            )?,
+            Long("idle-timeout") => set_once(
+                &mut idle_timeout,
+                "--idle-timeout",
+                parser.value()?.string()?,
+            )?,
+            Long("max-connections") => set_once(
+                &mut max_connections,
+                "--max-connections",
+                parser.value()?.string()?,
+            )?,
+            Long("drain-timeout") => set_once(
+                &mut drain_timeout,
+                "--drain-timeout",
+                parser.value()?.string()?,
+            )?,
+            Long("max-window") => {
+                set_once(&mut max_window, "--max-window", parser.value()?.string()?)?
             }
             Value(argument) => return Err(UsageError::ServeArgument(argument)),
             _ => return Err(arg.unexpected().into()),
@@ -243,12 +303,62 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         Some("closed") => OnFailure::Closed,
         Some(other) => return Err(UsageError::OnFailure(other.to_string())),
     };
+    let defaults = Connections::default();
+    let connections = Connections {
+        header_timeout: duration_flag(
+            "--header-timeout",
+            header_timeout,
+            defaults.header_timeout,
+            MAX_TIMEOUT,
+        )?,
+        idle_timeout: duration_flag(
+            "--idle-timeout",
+            idle_timeout,
+            defaults.idle_timeout,
+            MAX_TIMEOUT,
+        )?,
+        max_connections: match max_connections {
+            None => defaults.max_connections,
+            Some(text) => text
+                .parse()
+                .ok()
+                .filter(|max| (1..=MAX_MAX_CONNECTIONS).contains(max) && !text.starts_with('+'))
+                .ok_or(UsageError::MaxConnections(text))?,
+        },
+        drain: duration_flag(
+            "--drain-timeout",
+            drain_timeout,
+            defaults.drain,
+            MAX_TIMEOUT,
+        )?,
+    };
+    let max_window = duration_flag(
+        "--max-window",
+        max_window,
+        DEFAULT_MAX_WINDOW,
+        MAX_MAX_WINDOW,
+    )?;
     Ok(Command::Serve(ServeArgs {
         config,
         listen,
         redis,
         on_failure,
+        connections,
+        max_window,
     }))
+}
+
+/// The value of the duration flag `flag`, `default` when absent, at most `max`.
+fn duration_flag(
+    flag: &'static str,
+    text: Option<String>,
+    default: Duration,
+    max: Duration,
+) -> Result<Duration, UsageError> {
+    match text {
+        None => Ok(default),
+        Some(text) => parse_duration(&text, max).ok_or(UsageError::Duration { flag, text, max }),
+    }
 }
 
 fn set_once(

@@ -15,6 +15,8 @@ Usage:
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [--compare NAME] [FILE]
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] --redis URL [FILE]
   trickle serve --config FILE [--listen ADDRESS] [--redis URL] [--on-failure open|closed]
+                [--header-timeout D] [--idle-timeout D] [--max-connections N]
+                [--drain-timeout D] [--max-window D]
   trickle --help | --version
 
 Options:
@@ -124,8 +126,11 @@ Serving (trickle serve):
   --listen ADDRESS       The IP address and port to listen on; 127.0.0.1:8080 unless
                          given; port 0 picks a free one. The first line on stdout is
                          `listening on http://ADDRESS` with the port bound; logs go to
-                         stderr. SIGTERM or SIGINT (Ctrl-C) stops the server after the
-                         requests in flight, within 10 s.
+                         stderr. SIGTERM or SIGINT (Ctrl-C) stops the server: new
+                         connections are refused, those without a request in flight
+                         are closed at once, and the process exits when the requests in
+                         flight are answered (at once if there are none), within
+                         --drain-timeout; a second signal exits at once.
   --redis URL            Keep the buckets on the Redis server at URL instead of in
                          process, so that several servers on one Redis share them:
                          keys {trickle-serve:GROUP:CLIENT}:ALGORITHM, decided on Redis's
@@ -137,6 +142,24 @@ Serving (trickle serve):
                          uncharged; closed answers 503 with Retry-After: 1. Either way
                          a warning is logged. Only matters with --redis.
 
+  Connections (each D a whole number and a unit ms, s, m or h, as 500ms or 10s, from 1ms
+  to 24h; --max-window up to 8784h):
+  --header-timeout D     How long a client has to send a whole request head, from when
+                         it connects, or from its first byte after an idle spell; 10s
+                         unless given. A connection that has not is closed, unanswered.
+  --idle-timeout D       How long a kept-alive connection may wait between requests
+                         before it is closed; 30s unless given. Behind a proxy, set it
+                         above the proxy's own idle timeout.
+  --max-connections N    How many connections may be open at once, 1 to 1000000; 512
+                         unless given. Beyond it, new connections wait unanswered in the
+                         kernel's listen queue until one closes; they are not refused.
+  --drain-timeout D      After SIGTERM or SIGINT, how long the requests in flight may
+                         take to finish; 10s unless given.
+  --max-window D         The longest window a group's limit may have; 744h (31 days)
+                         unless given. A client's bucket is kept until two windows pass
+                         without its requests, so this bounds how long a client that
+                         never returns costs memory; a longer window is a config error.
+
   Requests:
     X-Client-Id: ID     Required: the client's bucket within the route's group, 1 to 64
                         visible ASCII characters. Missing or invalid: 400 with
@@ -144,6 +167,9 @@ Serving (trickle serve):
     ?status=NNN         The status the demo answers with, 200 to 599 (200 without it),
                         to try what each costs: ?status=404 costs 5 under ESI's table.
                         Anything else: 400, uncharged.
+    ?delay_ms=N         Wait N ms, 0 to 1000, before answering (after the limit has
+                        admitted the request): a slow handler, to try the timeouts and
+                        a stop with a request in flight. Anything else: 400, uncharged.
   A path no group lists is a 404, uncharged. Request headers past 8192 bytes in all get a
   431. Preflights (OPTIONS) are answered by CORS and never charged.
 
@@ -153,7 +179,8 @@ Serving (trickle serve):
                               # browsers send them: [\"https://docs.example.com\"]
     [[group]]                 # one or more
     name = \"fitting\"          # sent back in X-Ratelimit-Group
-    limit = \"6/8s\"            # TOKENS/WINDOW, as --limit
+    limit = \"6/8s\"            # TOKENS/WINDOW, as --limit; the window at most
+                              # --max-window, 744h unless given
     algorithm = \"floating\"    # optional, as --algorithm; floating by default
     costs = \"esi\"             # optional: STATUS:COST entries for statuses 100 to 599
                               # or classes 1xx to 5xx, as \"2xx:2 3xx:1 4xx:5 429:0
@@ -174,8 +201,9 @@ Exit codes:
      the file, the line and what is allowed); the server could not start (the address is
      taken, Redis is unreachable)
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
-     unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis
-     or --on-failure
+     unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis,
+     --on-failure, --header-timeout, --idle-timeout, --max-connections, --drain-timeout
+     or --max-window
 ";
 
 /// How wide the help's lines may be.

@@ -3,10 +3,10 @@
 //!
 //! The first line on stdout is `listening on http://ADDRESS`, with the port actually bound
 //! (so `--listen 127.0.0.1:0` can be used by a test or a script that reads it); everything
-//! else, the layer's warnings among it, is logged to stderr.
+//! else, the layer's warnings among it, is logged to stderr. The connections, their
+//! timeouts and the stop's drain are serve_connections.rs's.
 
 use std::fmt;
-use std::future::IntoFuture;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -21,6 +21,7 @@ use trickle_tower::{InProcess, OnFailure, Redis};
 use crate::cli::args::ServeArgs;
 use crate::cli::serve_app::app;
 use crate::cli::serve_config::{self, Config, ConfigError, Problem};
+use crate::cli::serve_connections::{duration_text, Server};
 
 /// Every Redis key serve writes starts with this, then `:GROUP`: two servers on one Redis
 /// with the same config share their buckets, which is the point of `--redis`.
@@ -30,9 +31,6 @@ const REDIS_PREFIX: &str = "trickle-serve";
 /// that a Redis that went away costs a request about this much before `--on-failure`
 /// decides it, rather than holding it for the redis crate's default of many retries.
 const REDIS_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// After SIGTERM or SIGINT, how long requests in flight may take to finish.
-const DRAIN: Duration = Duration::from_secs(10);
 
 /// How often the in-process buckets that no longer count are dropped, in every shard,
 /// also those no request touches any more.
@@ -57,8 +55,6 @@ pub enum ServeError {
         address: SocketAddr,
         error: io::Error,
     },
-    /// The server stopped accepting connections.
-    Serve(io::Error),
 }
 
 impl ServeError {
@@ -89,15 +85,14 @@ impl fmt::Display for ServeError {
             ServeError::Listen { address, error } => {
                 write!(f, "cannot listen on {address}: {error}")
             }
-            ServeError::Serve(error) => write!(f, "the server stopped: {error}"),
         }
     }
 }
 
 /// Reads the config, then serves until SIGTERM or SIGINT, after which requests in flight
-/// get [`DRAIN`] to finish.
+/// get `--drain-timeout` to finish.
 pub fn serve(args: &ServeArgs) -> Result<(), ServeError> {
-    let config = serve_config::load(&args.config).map_err(ServeError::Config)?;
+    let config = serve_config::load(&args.config, args.max_window).map_err(ServeError::Config)?;
     // A second subscriber (none here) would be the only reason for an error; nothing to do.
     let _ = tracing_subscriber::fmt()
         .with_writer(io::stderr)
@@ -160,33 +155,42 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             "route group"
         );
     }
+    let connections = &args.connections;
+    tracing::info!(
+        header_timeout = %duration_text(connections.header_timeout),
+        idle_timeout = %duration_text(connections.idle_timeout),
+        max_connections = connections.max_connections,
+        drain_timeout = %duration_text(connections.drain),
+        "connections"
+    );
+    let server = Server::start(listener, router, *connections);
     announce(address);
 
-    let (draining, drain) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async {
-        let _ = drain.await;
-    });
-    let mut server = std::pin::pin!(server.into_future());
-    tokio::select! {
-        ended = &mut server => return ended.map_err(ServeError::Serve),
-        signal = signals.next() => {
-            tracing::info!(
-                signal,
-                "stopping: no new connections; requests in flight have {} s to finish",
-                DRAIN.as_secs()
-            );
-            let _ = draining.send(());
-        }
+    let signal = signals.next().await;
+    let drain = duration_text(connections.drain);
+    match server.stop() {
+        0 => tracing::info!(
+            signal,
+            "stopping: no new connections; no request in flight, so every connection closes now"
+        ),
+        1 => tracing::info!(
+            signal,
+            "stopping: no new connections; connections without a request closed; 1 request \
+             in flight has {drain} to finish"
+        ),
+        in_flight => tracing::info!(
+            signal,
+            "stopping: no new connections; connections without a request closed; {in_flight} \
+             requests in flight have {drain} to finish"
+        ),
     }
     // A second signal means now, as a second Ctrl-C does.
     tokio::select! {
-        drained = tokio::time::timeout(DRAIN, server) => match drained {
-            Ok(ended) => ended.map_err(ServeError::Serve)?,
-            Err(_) => tracing::warn!(
-                "requests still in flight after {} s; stopping without them",
-                DRAIN.as_secs()
-            ),
-        },
+        drained = tokio::time::timeout(connections.drain, server.stopped()) => {
+            if drained.is_err() {
+                tracing::warn!("requests still in flight after {drain}; stopping without them");
+            }
+        }
         signal = signals.next() => tracing::warn!(
             signal,
             "a second signal; stopping without the requests in flight"

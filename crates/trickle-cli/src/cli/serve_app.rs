@@ -1,7 +1,7 @@
 //! The demo API `trickle serve` answers: each configured route a GET that answers the status
-//! `?status=` asks for, behind trickle-tower's rate limit for its group, keyed by the
-//! `X-Client-Id` header; CORS around it all, so that a docs page on another origin can call
-//! it and read the rate-limit headers.
+//! `?status=` asks for, after the wait `?delay_ms=` asks for, behind trickle-tower's rate
+//! limit for its group, keyed by the `X-Client-Id` header; CORS around it all, so that a
+//! docs page on another origin can call it and read the rate-limit headers.
 //!
 //! Outside in, a request meets CORS (which answers preflights itself, so they are never
 //! charged), the header size check, the router (an unknown path is a 404, uncharged), then
@@ -32,6 +32,11 @@ pub const CLIENT_ID: HeaderName = HeaderName::from_static("x-client-id");
 
 /// The longest `X-Client-Id`.
 const MAX_CLIENT_ID: usize = 64;
+
+/// The longest wait `?delay_ms=` may ask for: enough to show a slow handler (and for a test
+/// to stop the server while one runs), short enough that a request which was admitted
+/// holds its connection no longer than an idle client may.
+pub const MAX_DELAY_MS: u64 = 1000;
 
 /// The most bytes of request headers (names and values) a request may bring. hyper's own
 /// limit is its read buffer, about 400 kB; this answers far sooner, with a message.
@@ -82,10 +87,12 @@ pub fn app<B: Backend>(config: &Config, backend: Arc<B>, on_failure: OnFailure) 
 }
 
 /// The bucket a request spends: its group's, under its `X-Client-Id`; or a 400 saying what
-/// is missing. `?status=` is checked here too, so that a bad one costs nothing.
+/// is missing. `?status=` and `?delay_ms=` are checked here too, so that a bad one costs
+/// nothing.
 fn subject(group: &str, request: &Request) -> Result<Option<Subject>, Rejection> {
     let client = client_id(request.headers())?;
     requested_status(request.uri())?;
+    requested_delay(request.uri())?;
     Ok(Some(Subject::new(group, client)))
 }
 
@@ -128,34 +135,61 @@ fn client_id(headers: &HeaderMap) -> Result<&str, Rejection> {
 /// The status `?status=NNN` asks the demo to answer with, 200 when there is none. Other
 /// query parameters are ignored (a page may add one to defeat a cache).
 fn requested_status(uri: &Uri) -> Result<StatusCode, Rejection> {
-    let mut requested = None;
+    let Some(value) = query_value(uri, "status", "a status from 200 to 599")? else {
+        return Ok(StatusCode::OK);
+    };
+    value
+        .parse::<u16>()
+        .ok()
+        .filter(|status| (200..=599).contains(status) && value.len() == 3)
+        .and_then(|status| StatusCode::from_u16(status).ok())
+        .ok_or_else(|| {
+            Rejection::bad_request(format!(
+                "?status={} is not a status from 200 to 599; give one, as in ?status=404, or \
+                 leave it out for 200",
+                shorten(value)
+            ))
+        })
+}
+
+/// How long `?delay_ms=N` asks the demo to wait before it answers, none when absent: a
+/// slow handler to try timeouts and a stop with a request in flight against.
+fn requested_delay(uri: &Uri) -> Result<Duration, Rejection> {
+    let allowed = format!("a whole number of milliseconds from 0 to {MAX_DELAY_MS}");
+    let Some(value) = query_value(uri, "delay_ms", &allowed)? else {
+        return Ok(Duration::ZERO);
+    };
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|delay| *delay <= MAX_DELAY_MS && !value.starts_with('+'))
+        .map(Duration::from_millis)
+        .ok_or_else(|| {
+            Rejection::bad_request(format!(
+                "?delay_ms={} is not {allowed}; give one, as in ?delay_ms=500, or leave it \
+                 out for no wait",
+                shorten(value)
+            ))
+        })
+}
+
+/// The value of the query parameter `name`, if given; a 400 if it is given more than once
+/// (which one was meant is a guess), saying it must be `allowed`.
+fn query_value<'a>(uri: &'a Uri, name: &str, allowed: &str) -> Result<Option<&'a str>, Rejection> {
+    let mut found = None;
     for pair in uri.query().unwrap_or("").split('&') {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if name != "status" {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key != name {
             continue;
         }
-        if requested.is_some() {
-            return Err(Rejection::bad_request(
-                "?status= is given more than once; give it once, a status from 200 to 599",
-            ));
+        if found.is_some() {
+            return Err(Rejection::bad_request(format!(
+                "?{name}= is given more than once; give it once, {allowed}"
+            )));
         }
-        let status = value
-            .parse::<u16>()
-            .ok()
-            .filter(|status| (200..=599).contains(status) && value.len() == 3)
-            .and_then(|status| StatusCode::from_u16(status).ok());
-        match status {
-            Some(status) => requested = Some(status),
-            None => {
-                return Err(Rejection::bad_request(format!(
-                    "?status={} is not a status from 200 to 599; give one, as in \
-                     ?status=404, or leave it out for 200",
-                    shorten(value)
-                )))
-            }
-        }
+        found = Some(value);
     }
-    Ok(requested.unwrap_or(StatusCode::OK))
+    Ok(found)
 }
 
 /// At most 32 characters of something a client sent, for a message.
@@ -166,10 +200,15 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// The demo's handler: the status asked for, and a small JSON body saying who answered.
+/// The demo's handler: the status asked for, after the wait asked for, and a small JSON body
+/// saying who answered.
 async fn demo(group: String, route: String, request: Request) -> Response {
-    // The subject function has let only valid statuses through.
+    // The subject function has let only valid statuses and delays through.
     let status = requested_status(request.uri()).unwrap_or(StatusCode::OK);
+    let delay = requested_delay(request.uri()).unwrap_or(Duration::ZERO);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     // These statuses have no body by definition; hyper would drop one anyway.
     if matches!(status.as_u16(), 204 | 205 | 304) {
         return status.into_response();
@@ -273,6 +312,27 @@ mod tests {
         ];
         for (uri, want) in cases {
             assert_eq!(status_of(uri).ok(), want, "{uri}: {:?}", status_of(uri));
+        }
+    }
+
+    #[rustfmt::skip]
+    #[test]
+    fn delays() {
+        let cases: [(&str, Option<u64>); 9] = [
+            ("/f", Some(0)),
+            ("/f?delay_ms=0", Some(0)),
+            ("/f?delay_ms=250&status=404", Some(250)),
+            ("/f?delay_ms=1000", Some(1000)),
+            ("/f?delay_ms=1001", None),
+            ("/f?delay_ms=", None),
+            ("/f?delay_ms=-1", None),
+            ("/f?delay_ms=+5", None),
+            ("/f?delay_ms=1&delay_ms=2", None),
+        ];
+        for (uri, want) in cases {
+            let uri: Uri = uri.parse().unwrap();
+            let delay = requested_delay(&uri).ok().map(|delay| u64::try_from(delay.as_millis()).unwrap());
+            assert_eq!(delay, want, "{uri}");
         }
     }
 

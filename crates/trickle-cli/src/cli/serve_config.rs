@@ -15,22 +15,38 @@
 //! Everything is checked here, before a socket is opened, so that a mistake is a message
 //! naming the file, the line and what is allowed, never a server that half starts (axum
 //! panics on a route it cannot parse or on one registered twice; both are refused here).
+//! The checks take time in proportion to the file, so that a file of 30,000 routes loads
+//! as quickly as it is read.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
 use trickle::costs::CostTableError;
 use trickle::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
 
+use crate::cli::serve_connections::duration_text;
+
 /// The longest group name: it is sent back in a header and becomes a Redis key prefix.
 const MAX_GROUP_NAME: usize = 64;
 
 /// The longest route, far beyond any demo's.
 const MAX_ROUTE: usize = 256;
+
+/// The longest window a limit may have unless `--max-window` says otherwise: 31 days, a
+/// monthly quota, the longest period API plans commonly count by. A client's bucket is
+/// kept until two windows have passed without its requests (in process and on Redis), so
+/// the window bounds how long a client that never comes back costs memory: 62 days here,
+/// where a window such as `1/5124095576h`'s would keep every key for good.
+pub const DEFAULT_MAX_WINDOW: Duration = Duration::from_secs(744 * 3600);
+
+/// The most `--max-window` may allow: 366 days, a yearly quota.
+pub const MAX_MAX_WINDOW: Duration = Duration::from_secs(8784 * 3600);
 
 /// A config file, checked.
 #[derive(Debug, Clone)]
@@ -109,6 +125,12 @@ pub enum Problem {
         group: String,
         error: LimitError,
     },
+    /// A window longer than `--max-window`, whose buckets would be kept that long.
+    WindowTooLong {
+        group: String,
+        limit: Limit,
+        max_window: Duration,
+    },
     Algorithm {
         group: String,
         error: AlgorithmError,
@@ -183,6 +205,21 @@ impl fmt::Display for ConfigError {
                  each group a name of its own"
             ),
             Problem::Limit { group, error } => write!(f, "group {group:?}: invalid limit: {error}"),
+            Problem::WindowTooLong {
+                group,
+                limit,
+                max_window,
+            } => write!(
+                f,
+                "group {group:?}: limit {limit} has a window longer than {}, the longest \
+                 allowed: a client's bucket is kept until two windows pass without a request \
+                 from it, so the window bounds how long a client that never returns costs \
+                 memory; give a window of at most {}, or raise --max-window (at most {}, \
+                 366 days)",
+                duration_text(*max_window),
+                duration_text(*max_window),
+                duration_text(MAX_MAX_WINDOW)
+            ),
             Problem::Algorithm { group, error } => write!(f, "group {group:?}: {error}"),
             Problem::Costs { group, error } => {
                 write!(f, "group {group:?}: invalid costs: {error}")
@@ -246,16 +283,18 @@ impl ConfigError {
     }
 }
 
-/// Reads and checks the config file at `path`.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
+/// Reads and checks the config file at `path`, whose limits may have windows up to
+/// `max_window`.
+pub fn load(path: &Path, max_window: Duration) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| ConfigError::new(path, None, Problem::Read(error)))?;
-    parse(path, &text)
+    parse(path, &text, max_window)
 }
 
-/// Checks `text`, the contents of the file at `path` (named in the errors).
-pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-    let lines = Lines { text };
+/// Checks `text`, the contents of the file at `path` (named in the errors), whose limits
+/// may have windows up to `max_window`.
+pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, ConfigError> {
+    let lines = Lines::new(text);
     let fail =
         |span: Range<usize>, problem| Err(ConfigError::new(path, Some(lines.of(span)), problem));
     let raw: RawConfig = toml::from_str(text).map_err(|error| {
@@ -295,8 +334,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         return Err(ConfigError::new(path, None, Problem::NoGroups));
     }
     let mut groups: Vec<Group> = Vec::with_capacity(raw.group.len());
+    // Every group name seen so far and the line its group starts on.
+    let mut names_seen: HashMap<String, usize> = HashMap::with_capacity(raw.group.len());
     // Every route seen so far: the group it is in and the line it is on.
-    let mut routes_seen: Vec<(String, String, usize)> = Vec::new();
+    let mut routes_seen: HashMap<String, (String, usize)> = HashMap::new();
     for raw_group in raw.group {
         let line = lines.of(raw_group.span());
         let RawGroup {
@@ -312,8 +353,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             return fail(span, Problem::GroupName(name.into_inner()));
         }
         let group = name.get_ref().clone();
-        if let Some(first) = groups.iter().find(|seen| seen.name == group) {
-            let first_line = first.line;
+        if let Some(&first_line) = names_seen.get(&group) {
             return fail(
                 name.span(),
                 Problem::DuplicateGroup {
@@ -322,8 +362,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
                 },
             );
         }
+        names_seen.insert(group.clone(), line);
 
         let limit = match limit.get_ref().parse::<Limit>() {
+            Ok(parsed) if u128::from(parsed.window_ms()) > max_window.as_millis() => {
+                return fail(
+                    limit.span(),
+                    Problem::WindowTooLong {
+                        group,
+                        limit: parsed,
+                        max_window,
+                    },
+                )
+            }
             Ok(parsed) => parsed,
             Err(error) => return fail(limit.span(), Problem::Limit { group, error }),
         };
@@ -356,21 +407,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
                     Problem::Route { route, why },
                 ));
             }
-            if let Some((_, first_group, first_line)) =
-                routes_seen.iter().find(|(seen, _, _)| *seen == route)
-            {
+            if let Some((first_group, first_line)) = routes_seen.get(&route) {
                 return Err(ConfigError::new(
                     path,
                     Some(route_line),
                     Problem::DuplicateRoute {
-                        route,
-                        group,
                         first_group: first_group.clone(),
                         first_line: *first_line,
+                        route,
+                        group,
                     },
                 ));
             }
-            routes_seen.push((route.clone(), group.clone(), route_line));
+            routes_seen.insert(route.clone(), (group.clone(), route_line));
             group_routes.push(route);
         }
 
@@ -390,14 +439,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
 }
 
 /// Byte offsets into the file as 1-based line numbers, as an editor shows them.
-struct Lines<'a> {
-    text: &'a str,
+struct Lines {
+    /// Where each line after the first starts: a search in it, rather than counting the
+    /// newlines before every span, keeps a file of many routes from taking the square of
+    /// its size to check.
+    starts: Vec<usize>,
 }
 
-impl Lines<'_> {
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let starts = text
+            .bytes()
+            .enumerate()
+            .filter(|(_, byte)| *byte == b'\n')
+            .map(|(offset, _)| offset + 1)
+            .collect();
+        Lines { starts }
+    }
+
     fn of(&self, span: Range<usize>) -> usize {
-        let before = self.text.get(..span.start).unwrap_or(self.text);
-        before.matches('\n').count() + 1
+        self.starts.partition_point(|start| *start <= span.start) + 1
     }
 }
 
@@ -533,10 +594,70 @@ mod tests {
 
     #[test]
     fn lines_count_from_one() {
-        let lines = Lines { text: "a\nb\nc" };
+        let lines = Lines::new("a\nb\nc");
         assert_eq!(lines.of(0..1), 1);
+        assert_eq!(lines.of(1..2), 1);
         assert_eq!(lines.of(2..3), 2);
         assert_eq!(lines.of(4..5), 3);
         assert_eq!(lines.of(99..100), 3);
+    }
+
+    /// 30 groups of 1,000 routes: the file a big API's routes make. The checks are linear,
+    /// so this takes as long as reading the file (see docs/src/reliability.md for the
+    /// figures before and after; no clock here, as timing is a benchmark's job).
+    #[test]
+    fn thirty_thousand_routes_load() {
+        let text = many_routes(30, 1_000);
+        let path = Path::new("many.toml");
+        let config = parse(path, &text, DEFAULT_MAX_WINDOW).unwrap();
+        assert_eq!(config.groups.len(), 30);
+        let routes: usize = config.groups.iter().map(|group| group.routes.len()).sum();
+        assert_eq!(routes, 30_000);
+        assert_eq!(config.groups[29].routes[999], "/g29/r999");
+
+        // The last route repeating the first is still found, on the lines the file has.
+        let repeated = text.replace("\"/g29/r999\",", "\"/g29/r999\", \"/g0/r0\",");
+        let error = parse(path, &repeated, DEFAULT_MAX_WINDOW).unwrap_err();
+        let last_route = text.lines().position(|line| line.contains("/g29/r999"));
+        assert_eq!(error.line, last_route.map(|index| index + 1), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("route \"/g0/r0\" is in group \"g29\" and in group \"g0\" (line 5)"),
+            "{error}"
+        );
+    }
+
+    /// `groups` groups of `routes` routes each, one route a line.
+    fn many_routes(groups: usize, routes: usize) -> String {
+        let mut text = String::new();
+        for group in 0..groups {
+            text.push_str(&format!(
+                "[[group]]\nname = \"g{group}\"\nlimit = \"6/8s\"\nroutes = [\n"
+            ));
+            for route in 0..routes {
+                text.push_str(&format!("  \"/g{group}/r{route}\",\n"));
+            }
+            text.push_str("]\n\n");
+        }
+        text
+    }
+
+    #[rustfmt::skip]
+    #[test]
+    fn windows_up_to_the_longest_allowed() {
+        let cases: [(&str, Duration, bool); 6] = [
+            ("6/8s",          DEFAULT_MAX_WINDOW, true),
+            ("100/744h",      DEFAULT_MAX_WINDOW, true),
+            ("100/745h",      DEFAULT_MAX_WINDOW, false),
+            ("1/5124095576h", DEFAULT_MAX_WINDOW, false),
+            ("1/8784h",       MAX_MAX_WINDOW,     true),
+            ("1/2s",          Duration::from_secs(1), false),
+        ];
+        for (limit, max_window, ok) in cases {
+            let text = format!("[[group]]\nname = \"a\"\nlimit = \"{limit}\"\nroutes = [\"/a\"]\n");
+            let parsed = parse(Path::new("w.toml"), &text, max_window);
+            assert_eq!(parsed.is_ok(), ok, "{limit}: {:?}", parsed.err().map(|e| e.to_string()));
+        }
     }
 }
