@@ -5,6 +5,7 @@ use std::fmt;
 
 use trickle::{Algorithm, Limit};
 
+use crate::keys::{prefix_problem, MAX_PREFIX_LEN};
 use crate::limiter::{script, MAX_TIME_MS};
 
 /// A limit or key prefix that the Redis backend refuses at construction.
@@ -18,7 +19,10 @@ pub enum RedisLimitError {
         limit: Limit,
         max_scaled: u128,
     },
-    /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
+    /// The key prefix is empty, longer than [`MAX_PREFIX_LEN`](crate::MAX_PREFIX_LEN)
+    /// bytes, or holds a character other than ASCII letters, digits, `-`, `_`, `.`, `:`
+    /// and `/` (a brace would cut the Cluster hash tag short; see
+    /// [`RedisLimiter::redis_key`](crate::RedisLimiter::redis_key)).
     BadPrefix { prefix: String },
     /// The algorithm has no Redis script (every algorithm of the core has one today).
     Unsupported { algorithm: Algorithm },
@@ -44,8 +48,10 @@ impl fmt::Display for RedisLimitError {
             ),
             RedisLimitError::BadPrefix { prefix } => write!(
                 f,
-                "key prefix {prefix:?} cannot be a Redis Cluster hash tag: it must be \
-                 non-empty and hold no '{{' or '}}'"
+                "key prefix {prefix:?} is not allowed: {}; a prefix is 1 to \
+                 {MAX_PREFIX_LEN} bytes of ASCII letters, digits, '-', '_', '.', ':' and '/' \
+                 (no brace, which would cut the keys' Redis Cluster hash tag short)",
+                prefix_problem(prefix)
             ),
             RedisLimitError::Unsupported { algorithm } => {
                 write!(

@@ -110,6 +110,14 @@
 //! it: nothing gets through while Redis is away, an outage of the API). A timeout is not
 //! a denial: the server may still run the script, and spend, when it wakes.
 //!
+//! # Keys
+//!
+//! `{PREFIX:KEY}:ALGORITHM`, the prefix checked (1 to [`MAX_PREFIX_LEN`] bytes of ASCII
+//! letters, digits, `-`, `_`, `.`, `:`, `/`) and the key escaped (`%`, `{`, `}`, `:` as
+//! `%25`, `%7B`, `%7D`, `%3A`), so that whatever a client sends as its key, the Cluster hash
+//! tag is the whole `PREFIX:KEY` and no two (prefix, key) pairs share a bucket
+//! ([`RedisLimiter::redis_key`]).
+//!
 //! ```no_run
 //! use trickle::Algorithm;
 //! use trickle_redis::RedisLimiter;
@@ -125,6 +133,7 @@ mod errors;
 mod failure;
 mod fixed;
 mod floating;
+mod keys;
 mod limiter;
 mod sliding_log;
 mod store;
@@ -132,5 +141,6 @@ mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use failure::{Admission, OnFailure};
+pub use keys::MAX_PREFIX_LEN;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS, SETTLE_ATTEMPTS};
 pub use store::RedisStore;
