@@ -104,11 +104,22 @@
 //! # When Redis fails
 //!
 //! Every call returns [`RedisError`] instead of a decision when Redis cannot be reached,
-//! times out, or answers something else; nothing panics. The caller chooses what that
-//! means with [`OnFailure`]: fail open (let the request through: the limit is not enforced
-//! while Redis is away, and the servers behind it take the load) or fail closed (refuse
-//! it: nothing gets through while Redis is away, an outage of the API). A timeout is not
-//! a denial: the server may still run the script, and spend, when it wakes.
+//! times out, or answers something else; nothing panics. Two kinds, told apart by
+//! [`RedisError::is_outage`]:
+//!
+//! - an **outage**: Redis as a whole could not answer (unreachable, refused, reset, timed
+//!   out, loading, busy, without its primary). The caller chooses what that means with
+//!   [`OnFailure`]: fail open (let the request through: the limit is not enforced while
+//!   Redis is away, and the servers behind it take the load) or fail closed (refuse it:
+//!   nothing gets through while Redis is away, an outage of the API); trickle-tower adds a
+//!   third, a fallback limiter in each server. A timeout is not a denial: the server may
+//!   still run the script, and spend, when it wakes, so its outcome is **unknown**.
+//! - a **data error**: this request or its bucket cannot be decided anywhere: a key holding
+//!   the wrong type (`WRONGTYPE`: another program wrote it), an error inside the script, a
+//!   reply that is not a decision, a time or cost past what the script holds exactly.
+//!   No failure rule applies (letting it through would switch the limit off for that key
+//!   until someone deletes it): refuse it, and log it as an error.
+//!   [`RedisError::problem`] names it in words a client may read.
 //!
 //! # Keys
 //!
