@@ -10,7 +10,8 @@
 //!   `Redis` (the `redis` feature) keeps them in Redis, so that every process behind a
 //!   load balancer shares one bucket per key, with decisions identical to the core's.
 //! - [`OnFailure`] says what a request gets when Redis cannot be reached: through (open) or
-//!   503 (closed), with a log line either way.
+//!   503 (closed), with a log line either way. A data error (a key of the wrong type) is no
+//!   outage: 500, whatever the rule ([`Failure`]).
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
@@ -39,6 +40,7 @@
 
 mod answers;
 mod backend;
+mod failure;
 mod layer;
 #[cfg(feature = "redis")]
 mod redis;
@@ -48,6 +50,7 @@ pub use answers::{
     Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
 };
 pub use backend::{Backend, InProcess, UnknownGroup};
+pub use failure::Failure;
 pub use layer::{system_ms, OnFailure, RateLimitLayer, Rejection, Subject};
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};

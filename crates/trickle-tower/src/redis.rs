@@ -9,12 +9,15 @@ use redis::aio::ConnectionManager;
 use trickle::{Decision, Limit, Op};
 use trickle_redis::{RedisError, RedisLimiter};
 
-use crate::backend::{Backend, UnknownGroup};
+use crate::backend::{Backend, InProcess, UnknownGroup};
+use crate::failure::Failure;
 
 /// Each group a [`RedisLimiter`] (its algorithm, limit and key prefix), all on one
 /// connection. The [`ConnectionManager`] multiplexes the requests in flight over it and
 /// reconnects after Redis comes back; while Redis is away every decision is an error, which
-/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503. An
+/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503. A data error (a
+/// key of the wrong type, a script error) is no outage: the layer answers it 500 whatever
+/// the rule ([`RedisError::is_outage`]). An
 /// [`Op::Settle`] whose outcome is unknown is sent again by the limiter itself
 /// ([`RedisLimiter::with_settle_attempts`]), on the connection the manager reconnects, and
 /// applies once however often it is sent; an [`Op::Reserve`] is sent once.
@@ -71,7 +74,8 @@ impl Redis {
 pub enum RedisBackendError {
     /// The group was never added.
     UnknownGroup(UnknownGroup),
-    /// Redis failed, timed out, or answered something else.
+    /// Redis failed, timed out, or answered something else; [`RedisError::is_outage`]
+    /// tells which.
     Redis(RedisError),
 }
 
@@ -98,6 +102,18 @@ impl Backend for Redis {
 
     fn limit(&self, group: &str) -> Option<Limit> {
         self.groups.get(group).map(RedisLimiter::limit)
+    }
+
+    /// An outage when [`RedisError::is_outage`] says so; a data error, named by
+    /// [`RedisError::problem`], otherwise.
+    fn failure(error: &RedisBackendError) -> Failure {
+        match error {
+            RedisBackendError::UnknownGroup(error) => InProcess::failure(error),
+            RedisBackendError::Redis(error) if error.is_outage() => Failure::Outage,
+            RedisBackendError::Redis(error) => Failure::Data {
+                problem: error.problem(),
+            },
+        }
     }
 
     fn decide(
