@@ -127,7 +127,12 @@ impl InProcess {
         }
     }
 
-    fn decide_now(
+    /// The names of the groups added.
+    pub(crate) fn group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.keys().map(String::as_str)
+    }
+
+    pub(crate) fn decide_now(
         &self,
         group: &str,
         key: &str,

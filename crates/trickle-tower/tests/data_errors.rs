@@ -1,13 +1,15 @@
 //! A data error is no outage: a bucket's key holding a string (another program SET it)
 //! gets 500 with a JSON error naming the problem and an ERROR log line under every failure
-//! rule, open and closed, without reaching the handler; other keys keep being decided by
-//! Redis.
+//! rule, open, closed and fallback, without reaching the handler; other keys keep being
+//! decided by Redis, and the fallback's breaker does not open.
 
 #[path = "../../trickle-redis/tests/common/mod.rs"]
 mod common;
 mod logs;
 mod support;
 
+use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::RedisServer;
@@ -16,7 +18,7 @@ use redis::Commands;
 use support::{runtime, serve, Server};
 use trickle::Algorithm;
 use trickle_redis::RedisLimiter;
-use trickle_tower::{OnFailure, Redis};
+use trickle_tower::{BreakerState, Fallback, OnFailure, Redis, Share};
 
 const LIMIT: &str = "4/1h";
 
@@ -100,6 +102,26 @@ fn a_wrongtype_key_gets_500_under_fail_closed() {
         layer.on_failure(OnFailure::Closed)
     });
     check(&server, "broken-closed", "fine-closed");
+}
+
+/// Under the fallback rule too: five broken requests, more than the three outages that
+/// would open the breaker, leave it closed, and the fallback decides nothing.
+#[test]
+fn a_wrongtype_key_gets_500_under_the_fallback_and_does_not_open_the_breaker() {
+    logs::capture();
+    let redis = RedisServer::start();
+    break_key(&redis, "fallback", "broken-fallback");
+    let runtime = runtime();
+    let backend: Fallback<Redis> = redis_backend(&runtime, &redis, "fallback")
+        .fallback(Share::new(1, 2).unwrap())
+        .unwrap()
+        .with_breaker(NonZeroU32::new(3).unwrap(), Duration::from_secs(2));
+    let backend = Arc::new(backend);
+    let server = serve(runtime, Arc::clone(&backend), 0, |layer| layer);
+    check(&server, "broken-fallback", "fine-fallback");
+    assert_eq!(backend.breaker(), BreakerState::Closed);
+    let counts = backend.counts("fitting").unwrap();
+    assert_eq!((counts.fallback_decisions, counts.outages), (0, 0), "{counts:?}");
 }
 
 /// The message of the layer's own JSON error, `{"error":"…"}` (none of this test's
