@@ -1,6 +1,7 @@
 //! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
-//! [--redis URL] [--on-failure open|closed]`, read with lexopt.
+//! [--redis URL] [--on-failure open|closed|fallback] [--fallback-share SHARE]`, read with
+//! lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -12,7 +13,7 @@ use std::path::PathBuf;
 
 use lexopt::prelude::*;
 use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
-use trickle_tower::OnFailure;
+use trickle_tower::{OnFailure, Share, ShareError};
 
 /// Where `trickle serve` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -48,6 +49,10 @@ pub struct ServeArgs {
     pub redis: Option<String>,
     /// What a request gets while Redis cannot decide it.
     pub on_failure: OnFailure,
+    /// `--on-failure fallback`: decide in this process while Redis is away, with this part
+    /// of each group's limit (`--fallback-share`). `on_failure` is then what the layer does
+    /// should the fallback fail too, which an in-process limiter cannot: closed.
+    pub fallback: Option<Share>,
 }
 
 /// Where the request log comes from.
@@ -78,8 +83,15 @@ pub enum UsageError {
     MissingConfig,
     /// `--listen` is not an IP address and a port.
     Listen(String),
-    /// `--on-failure` is neither `open` nor `closed`.
+    /// `--on-failure` is neither `open`, `closed` nor `fallback`.
     OnFailure(String),
+    /// `--fallback-share` is not a fraction between 0 and 1.
+    FallbackShare(ShareError),
+    /// `--on-failure fallback` without `--fallback-share`: no default is safe, since the
+    /// right share depends on how many servers there are.
+    MissingFallbackShare,
+    /// `--fallback-share` without `--on-failure fallback`, where it would do nothing.
+    FallbackShareWithoutFallback,
     /// A positional argument after `serve`, which reads its routes from `--config`.
     ServeArgument(OsString),
 }
@@ -130,7 +142,21 @@ impl fmt::Display for UsageError {
             UsageError::OnFailure(text) => write!(
                 f,
                 "invalid --on-failure {text:?}: expected open (let requests through \
-                 uncharged while Redis is away, the default) or closed (answer them 503)"
+                 uncharged while Redis is away, the default), closed (answer them 503) or \
+                 fallback (limit them in this process, with --fallback-share of each limit)"
+            ),
+            UsageError::FallbackShare(error) => write!(f, "invalid --fallback-share: {error}"),
+            UsageError::MissingFallbackShare => write!(
+                f,
+                "--on-failure fallback needs --fallback-share SHARE, the part of each \
+                 group's limit this server may admit on its own while Redis is away: 1/N \
+                 when N servers share the Redis, so that together they admit no more than \
+                 the limit"
+            ),
+            UsageError::FallbackShareWithoutFallback => write!(
+                f,
+                "--fallback-share only applies with --on-failure fallback; give both, or \
+                 neither"
             ),
             UsageError::ServeArgument(argument) => write!(
                 f,
@@ -214,6 +240,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut listen: Option<String> = None;
     let mut redis: Option<String> = None;
     let mut on_failure: Option<String> = None;
+    let mut fallback_share: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
@@ -228,6 +255,11 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             Long("on-failure") => {
                 set_once(&mut on_failure, "--on-failure", parser.value()?.string()?)?
             }
+            Long("fallback-share") => set_once(
+                &mut fallback_share,
+                "--fallback-share",
+                parser.value()?.string()?,
+            )?,
             Value(argument) => return Err(UsageError::ServeArgument(argument)),
             _ => return Err(arg.unexpected().into()),
         }
@@ -238,16 +270,25 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let listen = listen
         .parse()
         .map_err(|_| UsageError::Listen(listen.to_string()))?;
-    let on_failure = match on_failure.as_deref() {
-        None | Some("open") => OnFailure::Open,
-        Some("closed") => OnFailure::Closed,
-        Some(other) => return Err(UsageError::OnFailure(other.to_string())),
+    let share = fallback_share
+        .map(|text| text.parse::<Share>().map_err(UsageError::FallbackShare))
+        .transpose()?;
+    let (on_failure, fallback) = match (on_failure.as_deref(), share) {
+        (None | Some("open"), None) => (OnFailure::Open, None),
+        (Some("closed"), None) => (OnFailure::Closed, None),
+        (Some("fallback"), Some(share)) => (OnFailure::Closed, Some(share)),
+        (Some("fallback"), None) => return Err(UsageError::MissingFallbackShare),
+        (None | Some("open" | "closed"), Some(_)) => {
+            return Err(UsageError::FallbackShareWithoutFallback)
+        }
+        (Some(other), _) => return Err(UsageError::OnFailure(other.to_string())),
     };
     Ok(Command::Serve(ServeArgs {
         config,
         listen,
         redis,
         on_failure,
+        fallback,
     }))
 }
 
