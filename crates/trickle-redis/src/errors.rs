@@ -259,10 +259,9 @@ fn is_outage(err: &redis::RedisError) -> bool {
         // Codes the crate does not name: a script running past its time limit blocks
         // every client (BUSY); a server that cannot save or is out of memory refuses writes
         // (MISCONF, OOM); a primary without enough replicas too (NOREPLICAS).
-        ErrorKind::Extension => matches!(
-            err.code(),
-            Some("BUSY" | "MISCONF" | "OOM" | "NOREPLICAS")
-        ),
+        ErrorKind::Extension => {
+            matches!(err.code(), Some("BUSY" | "MISCONF" | "OOM" | "NOREPLICAS"))
+        }
         _ => false,
     }
 }

@@ -40,10 +40,7 @@ fn is_prefix_byte(byte: u8) -> bool {
 
 /// `Ok` when `prefix` may start keys, else the error naming what is wrong.
 pub(crate) fn check_prefix(prefix: &str) -> Result<(), RedisLimitError> {
-    if prefix.is_empty()
-        || prefix.len() > MAX_PREFIX_LEN
-        || !prefix.bytes().all(is_prefix_byte)
-    {
+    if prefix.is_empty() || prefix.len() > MAX_PREFIX_LEN || !prefix.bytes().all(is_prefix_byte) {
         return Err(RedisLimitError::BadPrefix {
             prefix: prefix.to_string(),
         });
@@ -56,7 +53,10 @@ pub(crate) fn prefix_problem(prefix: &str) -> String {
     if prefix.is_empty() {
         return "it is empty".to_string();
     }
-    if let Some(bad) = prefix.chars().find(|c| !c.is_ascii() || !is_prefix_byte(*c as u8)) {
+    if let Some(bad) = prefix
+        .chars()
+        .find(|c| !c.is_ascii() || !is_prefix_byte(*c as u8))
+    {
         return format!("it holds {bad:?}");
     }
     format!("it is {} bytes long", prefix.len())
@@ -109,7 +109,11 @@ mod tests {
     #[test]
     fn keys_are_escaped_and_plain_keys_kept_as_they_are() {
         for (prefix, key, written) in WRITTEN {
-            assert_eq!(bucket_key(prefix, key, Algorithm::Floating), *written, "{prefix} {key}");
+            assert_eq!(
+                bucket_key(prefix, key, Algorithm::Floating),
+                *written,
+                "{prefix} {key}"
+            );
         }
     }
 
@@ -130,7 +134,11 @@ mod tests {
     #[test]
     fn prefixes_are_checked_and_the_refusal_says_why() {
         for (prefix, problem) in PREFIXES {
-            assert_eq!(check_prefix(prefix).is_ok(), problem.is_none(), "{prefix:?}");
+            assert_eq!(
+                check_prefix(prefix).is_ok(),
+                problem.is_none(),
+                "{prefix:?}"
+            );
             if let Some(problem) = problem {
                 assert_eq!(prefix_problem(prefix), *problem, "{prefix:?}");
             }

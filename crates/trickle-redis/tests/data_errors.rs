@@ -140,5 +140,9 @@ fn errors_without_a_server_have_their_kind_too() {
         error: std::io::Error::from(std::io::ErrorKind::TimedOut).into(),
     };
     assert!(unknown.is_outage());
-    assert!(unknown.problem().contains("unknown"), "{}", unknown.problem());
+    assert!(
+        unknown.problem().contains("unknown"),
+        "{}",
+        unknown.problem()
+    );
 }

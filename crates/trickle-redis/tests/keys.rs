@@ -127,8 +127,8 @@ fn prefixes_are_checked_and_a_refusal_says_what_is_allowed() {
     }
     let longest = "p".repeat(MAX_PREFIX_LEN);
     assert!(RedisLimiter::new(Algorithm::Floating, limit("6/8s"), &longest).is_ok());
-    let err = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), &format!("{longest}p"))
-        .unwrap_err();
+    let err =
+        RedisLimiter::new(Algorithm::Floating, limit("6/8s"), &format!("{longest}p")).unwrap_err();
     assert!(err.to_string().contains("it is 129 bytes long"), "{err}");
 }
 

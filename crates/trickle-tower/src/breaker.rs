@@ -154,7 +154,10 @@ impl Breaker {
             self.probing.store(false, Ordering::SeqCst);
             return Some(Transition::Reopened);
         }
-        let in_a_row = self.consecutive.fetch_add(1, Ordering::SeqCst).saturating_add(1);
+        let in_a_row = self
+            .consecutive
+            .fetch_add(1, Ordering::SeqCst)
+            .saturating_add(1);
         if in_a_row < self.failures_to_open {
             return None;
         }
@@ -205,10 +208,7 @@ mod tests {
         breaker.outage(Route::Primary, 0);
         breaker.outage(Route::Primary, 0);
         assert_eq!(breaker.state(), BreakerState::Closed);
-        assert_eq!(
-            breaker.outage(Route::Primary, 5),
-            Some(Transition::Opened)
-        );
+        assert_eq!(breaker.outage(Route::Primary, 5), Some(Transition::Opened));
         assert_eq!(breaker.state(), BreakerState::Open);
         assert_eq!(breaker.times_opened(), 1);
         // The requests that were in flight fail too; they do not open it again.
@@ -242,10 +242,7 @@ mod tests {
         // A new cool-down from the probe's failure.
         assert_eq!(breaker.route(2_399), Route::Secondary);
         assert_eq!(breaker.route(2_400), Route::Probe);
-        assert_eq!(
-            breaker.answered(Route::Probe),
-            Some(Transition::Closed)
-        );
+        assert_eq!(breaker.answered(Route::Probe), Some(Transition::Closed));
         assert_eq!(breaker.state(), BreakerState::Closed);
         assert_eq!(breaker.route(2_401), Route::Primary);
         assert_eq!(breaker.times_opened(), 1);

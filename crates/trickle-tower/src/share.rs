@@ -104,8 +104,7 @@ impl FromStr for Share {
             part.parse().map_err(|_| invalid())
         };
         if let Some((numerator, denominator)) = text.split_once('/') {
-            return Share::new(digits(numerator)?, digits(denominator)?)
-                .map_err(|_| invalid());
+            return Share::new(digits(numerator)?, digits(denominator)?).map_err(|_| invalid());
         }
         let (whole, fraction) = text.split_once('.').unwrap_or((text, "0"));
         // Nine decimals are finer than any fleet needs, and keep the numbers small.
@@ -196,7 +195,10 @@ mod tests {
     #[test]
     fn shares_are_read_as_fractions_or_decimals() {
         for (text, want) in READ {
-            let got = text.parse::<Share>().ok().map(|s| (s.numerator(), s.denominator()));
+            let got = text
+                .parse::<Share>()
+                .ok()
+                .map(|s| (s.numerator(), s.denominator()));
             assert_eq!(got, *want, "{text:?}");
         }
     }
@@ -217,7 +219,11 @@ mod tests {
         let huge = Limit::new(u64::MAX, 1).unwrap();
         assert_eq!(Share::WHOLE.of(huge), Some(huge));
         assert_eq!(
-            Share::new(u64::MAX - 1, u64::MAX).unwrap().of(huge).unwrap().tokens(),
+            Share::new(u64::MAX - 1, u64::MAX)
+                .unwrap()
+                .of(huge)
+                .unwrap()
+                .tokens(),
             u64::MAX - 1
         );
     }

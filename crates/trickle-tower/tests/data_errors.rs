@@ -76,7 +76,10 @@ fn check(server: &Server, broken: &str, fine: &str) {
     );
 
     let answer = server.get("/status/200", Some(fine), None);
-    assert_eq!((answer.status, answer.remaining.as_deref()), (200, Some("2")));
+    assert_eq!(
+        (answer.status, answer.remaining.as_deref()),
+        (200, Some("2"))
+    );
     assert_eq!(server.calls(), 1);
 }
 
@@ -87,7 +90,9 @@ fn a_wrongtype_key_gets_500_under_fail_open() {
     break_key(&redis, "open", "broken-open");
     let runtime = runtime();
     let backend = redis_backend(&runtime, &redis, "open");
-    let server = serve(runtime, backend, 0, |layer| layer.on_failure(OnFailure::Open));
+    let server = serve(runtime, backend, 0, |layer| {
+        layer.on_failure(OnFailure::Open)
+    });
     check(&server, "broken-open", "fine-open");
 }
 
@@ -121,7 +126,11 @@ fn a_wrongtype_key_gets_500_under_the_fallback_and_does_not_open_the_breaker() {
     check(&server, "broken-fallback", "fine-fallback");
     assert_eq!(backend.breaker(), BreakerState::Closed);
     let counts = backend.counts("fitting").unwrap();
-    assert_eq!((counts.fallback_decisions, counts.outages), (0, 0), "{counts:?}");
+    assert_eq!(
+        (counts.fallback_decisions, counts.outages),
+        (0, 0),
+        "{counts:?}"
+    );
 }
 
 /// The message of the layer's own JSON error, `{"error":"…"}` (none of this test's

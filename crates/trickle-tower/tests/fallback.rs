@@ -124,7 +124,9 @@ fn rig(redis: &RedisServer, prefix: &str) -> Rig {
     }
 }
 
-async fn gated_answer(State((gate, gated)): State<(Arc<Semaphore>, Arc<AtomicUsize>)>) -> &'static str {
+async fn gated_answer(
+    State((gate, gated)): State<(Arc<Semaphore>, Arc<AtomicUsize>)>,
+) -> &'static str {
     gated.fetch_add(1, Ordering::SeqCst);
     gate.acquire().await.expect("the gate stays open").forget();
     "let through"
@@ -319,7 +321,10 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
         if answer.remaining == Some(9) {
             break answer;
         }
-        assert!(Instant::now() < deadline, "decisions never returned to Redis");
+        assert!(
+            Instant::now() < deadline,
+            "decisions never returned to Redis"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     eprintln!("back on Redis {:?} after its restart", started.elapsed());
@@ -335,7 +340,10 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
     assert!(logged.contains("circuit breaker closed"), "{logged}");
     let counts = rig.backend.counts("api").unwrap();
     eprintln!("{counts:?}, opened {} times", rig.backend.times_opened());
-    assert_eq!(counts.pending, 0, "every reserve the fallback admitted was settled");
+    assert_eq!(
+        counts.pending, 0,
+        "every reserve the fallback admitted was settled"
+    );
 }
 
 /// A reserve made on Redis, Redis killed while the handler runs, then the settle: sent,
