@@ -1,28 +1,11 @@
 //! A backend that keeps the limit when its store does not: decisions go to the store (Redis)
 //! while it answers, and to an in-process limiter holding this server's share of each
 //! group's limit while it is away, with a circuit breaker so that a dead store is not waited
-//! on by every request, and a way back to the store once it answers again.
-//!
-//! - **Which errors.** Only outages ([`Failure::Outage`]) are decided by the fallback. A
-//!   data error (Redis's `WRONGTYPE`, a script error, a bad reply) is passed on to the
-//!   layer, which answers 500: the store is up, and the fallback would hide a fault that
-//!   stays until someone fixes it.
-//! - **The breaker** ([`BreakerState`]): after [`BREAKER_FAILURES`] outages in a row it
-//!   opens, and decisions go to the fallback without asking the store; after
-//!   [`BREAKER_COOL_DOWN`] one request probes the store (half-open), and the breaker closes
-//!   when it is answered, opens again when it is not.
-//! - **Settles go where their reserve was made.** A reserve the fallback admitted is kept
-//!   by ticket (bounded: two windows, and [`MAX_PENDING`] per group), and its settle is
-//!   applied in process, even after the store is back. Any other settle belongs to the
-//!   store: sent there while the breaker is closed (an outage then makes its outcome
-//!   unknown, [`FallbackError::SettleUnknown`]), not sent while it is open
-//!   ([`FallbackError::SettleNotSent`]: the reserve stays charged in the store); never
-//!   applied to the fallback, which never held its reserve and would refund or charge a
-//!   bucket that does not owe it.
+//! on by every request, and a way back to the store once it answers again. The rules are
+//! on [`Fallback`].
 
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -36,7 +19,24 @@ use crate::failure::Failure;
 use crate::pending::Pending;
 
 /// `primary` (a store such as `Redis`, the `redis` feature) while it answers, `secondary`
-/// (this process's buckets) while it has an outage; see the [module](self) for the rules.
+/// (this process's buckets) while it has an outage:
+///
+/// - **Which errors.** Only outages ([`Failure::Outage`]) are decided by the fallback. A
+///   data error (Redis's `WRONGTYPE`, a script error, a bad reply) is passed on to the
+///   layer, which answers 500: the store is up, and the fallback would hide a fault that
+///   stays until someone fixes it.
+/// - **The breaker** ([`BreakerState`]): after [`BREAKER_FAILURES`] outages in a row it
+///   opens, and decisions go to the fallback without asking the store; after
+///   [`BREAKER_COOL_DOWN`] one request probes the store (half-open), and the breaker closes
+///   when it is answered, opens again when it is not.
+/// - **Settles go where their reserve was made.** A reserve the fallback admitted is kept
+///   by ticket (bounded: two windows, and [`MAX_PENDING`] per group), and its settle is
+///   applied in process, even after the store is back. Any other settle belongs to the
+///   store: sent there while the breaker is closed (an outage then makes its outcome
+///   unknown, [`FallbackError::SettleUnknown`]), not sent while it is open
+///   ([`FallbackError::SettleNotSent`]: the reserve stays charged in the store); never
+///   applied to the fallback, which never held its reserve and would refund or charge a
+///   bucket that does not owe it.
 ///
 /// The fallback starts with empty buckets and knows nothing of what the store counted, nor
 /// does the store learn what the fallback admitted: give the fallback a [`Share`] of each
@@ -323,50 +323,48 @@ impl<B: Backend> Backend for Fallback<B> {
         }
     }
 
-    fn decide(
+    async fn decide(
         &self,
         group: &str,
         key: &str,
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, Self::Error>> + Send {
-        async move {
-            if let Op::Settle { ticket, .. } = op {
-                return self.settle(group, key, op, ticket, now_ms, cost).await;
-            }
-            let started_ms = self.clock_ms();
-            let route = self.breaker.route(started_ms);
-            if route == Route::Secondary {
-                return self.on_secondary(group, key, op, now_ms, cost);
-            }
-            let sent = Sent {
-                breaker: &self.breaker,
-                route,
-                started_ms,
-                resolved: false,
-            };
-            let error = match self.primary.decide(group, key, op, now_ms, cost).await {
-                Ok(decision) => {
-                    self.log(sent.answered());
-                    return Ok(decision);
-                }
-                Err(error) => error,
-            };
-            if let Failure::Data { .. } = B::failure(&error) {
-                self.log(sent.answered());
-                return Err(FallbackError::Store(error));
-            }
-            self.count(group, |state| &state.outages);
-            tracing::warn!(
-                group = %group, key = %key, %error,
-                "the store could not decide; the fallback limiter decides instead, with this \
-                 server's share of the limit (if the store timed out, whether it charged \
-                 the request too is unknown)"
-            );
-            self.log(sent.outage(self.clock_ms()));
-            self.on_secondary(group, key, op, now_ms, cost)
+    ) -> Result<Decision, Self::Error> {
+        if let Op::Settle { ticket, .. } = op {
+            return self.settle(group, key, op, ticket, now_ms, cost).await;
         }
+        let started_ms = self.clock_ms();
+        let route = self.breaker.route(started_ms);
+        if route == Route::Secondary {
+            return self.on_secondary(group, key, op, now_ms, cost);
+        }
+        let sent = Sent {
+            breaker: &self.breaker,
+            route,
+            started_ms,
+            resolved: false,
+        };
+        let error = match self.primary.decide(group, key, op, now_ms, cost).await {
+            Ok(decision) => {
+                self.log(sent.answered());
+                return Ok(decision);
+            }
+            Err(error) => error,
+        };
+        if let Failure::Data { .. } = B::failure(&error) {
+            self.log(sent.answered());
+            return Err(FallbackError::Store(error));
+        }
+        self.count(group, |state| &state.outages);
+        tracing::warn!(
+            group = %group, key = %key, %error,
+            "the store could not decide; the fallback limiter decides instead, with this \
+             server's share of the limit (if the store timed out, whether it charged \
+             the request too is unknown)"
+        );
+        self.log(sent.outage(self.clock_ms()));
+        self.on_secondary(group, key, op, now_ms, cost)
     }
 }
 
