@@ -339,11 +339,13 @@ fn a_redis_outage_falls_back_to_this_servers_share_of_the_limit() {
     let admitted = answers.iter().filter(|(status, ..)| *status == 200).count();
     let refused = answers.iter().filter(|(status, ..)| *status == 429).count();
     assert_eq!((admitted, refused), (5, 45), "{answers:?}");
-    // The fallback's own counts: 5 tokens, none left.
-    assert_eq!(
-        counts(&http.get(&route, &client("during"))),
-        (429, Some(0), Some(0))
-    );
+    // The fallback's own counts and limit: 5 tokens, none left.
+    let reply = http.get(&route, &client("during"));
+    assert_eq!(counts(&reply), (429, Some(0), Some(0)));
+    assert_eq!(reply.header("x-ratelimit-limit"), Some("5/1h"));
+    let other = http.get(&route, &client("during-2"));
+    assert_eq!(counts(&other), (200, Some(4), Some(1)));
+    assert_eq!(other.header("x-ratelimit-limit"), Some("5/1h"));
     let stderr = server.stderr();
     assert!(stderr.contains("circuit breaker open"), "{stderr}");
     assert!(stderr.contains("the fallback limiter decides"), "{stderr}");

@@ -180,8 +180,9 @@ where
             // sent).
             Failure::Outage => tracing::warn!(
                 group = %group, key = %key, status = answer.status(), reserved, cost, %error,
-                "rate limiter could not settle the request: its outcome is unknown; the \
-                 bucket holds its reserve, or its cost if the settle ran"
+                "rate limiter could not settle the request; unless the error says it was \
+                 not sent, its outcome is unknown: the bucket holds its reserve, or its cost \
+                 if the settle ran"
             ),
             Failure::Data { problem } => tracing::error!(
                 group = %group, key = %key, status = answer.status(), reserved, cost, %error,
@@ -193,7 +194,10 @@ where
     match outcome {
         Ok(Ok(response)) => {
             let mut response = response.map(Either::Left);
-            set_headers(&mut response, settled.as_ref(), limit, group);
+            // The decision's own limit when there is one: a fallback decides under its
+            // share, and its counts are of that, as its 429s say.
+            let decided = settled.as_ref().map_or(limit, |decision| decision.limit);
+            set_headers(&mut response, settled.as_ref(), decided, group);
             Ok(response)
         }
         Ok(Err(error)) => Err(error),

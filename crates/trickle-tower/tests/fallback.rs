@@ -140,29 +140,37 @@ struct Answer {
     took: Duration,
 }
 
+/// GET `path` as `client`, from the test's thread: the answer and its `X-Ratelimit-Limit`.
+fn get_with_limit(address: SocketAddr, path: &str, client: &str) -> (Answer, Option<String>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let started = Instant::now();
+    let response = agent
+        .get(format!("http://{address}{path}"))
+        .header("x-client-id", client)
+        .call()
+        .expect("the server answers");
+    let took = started.elapsed();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_string())
+    };
+    let answer = Answer {
+        status: response.status().as_u16(),
+        remaining: header("x-ratelimit-remaining").map(|value| value.parse().unwrap()),
+        took,
+    };
+    (answer, header("x-ratelimit-limit"))
+}
+
 impl Rig {
     /// GET `path` as `client`, from the test's thread.
     fn get(&self, path: &str, client: &str) -> Answer {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let started = Instant::now();
-        let response = agent
-            .get(format!("http://{}{path}", self.address))
-            .header("x-client-id", client)
-            .call()
-            .expect("the server answers");
-        let took = started.elapsed();
-        let remaining = response
-            .headers()
-            .get("x-ratelimit-remaining")
-            .map(|value| value.to_str().unwrap().parse().unwrap());
-        Answer {
-            status: response.status().as_u16(),
-            remaining,
-            took,
-        }
+        get_with_limit(self.address, path, client).0
     }
 
     /// `clients` requests for `path` as `client` at once, each on its own connection.
@@ -273,8 +281,9 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
 
     // Up: decided and charged in Redis, 10 tokens.
     for remaining in [9, 8, 7] {
-        let answer = rig.get("/status/200", "k");
+        let (answer, limit) = get_with_limit(rig.address, "/status/200", "k");
         assert_eq!((answer.status, answer.remaining), (200, Some(remaining)));
+        assert_eq!(limit.as_deref(), Some("10/1h"));
     }
     assert_eq!(rig.used_in_redis(&redis, "k"), "3.000");
 
@@ -292,8 +301,12 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
     assert!(counts.outages >= 3, "{counts:?}");
 
     // Open, Redis still paused: no request waits for it. A fresh key gets the fallback's
-    // 5 tokens and no more.
-    let open: Vec<Answer> = (0..20).map(|_| rig.get("/status/200", "fresh")).collect();
+    // 5 tokens and no more, and its headers say so.
+    let (first, limit) = get_with_limit(rig.address, "/status/200", "fresh");
+    assert_eq!((first.status, first.remaining), (200, Some(4)));
+    assert_eq!(limit.as_deref(), Some("5/1h"));
+    let mut open: Vec<Answer> = (1..20).map(|_| rig.get("/status/200", "fresh")).collect();
+    open.push(first);
     assert_eq!(statuses(&open), (FALLBACK_TOKENS, 15), "{open:?}");
     let (median, longest) = latency(&open);
     eprintln!("paused, breaker open: 20 in a row, median {median:?}, longest {longest:?}");
