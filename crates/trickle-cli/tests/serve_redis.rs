@@ -1,8 +1,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! `trickle serve --redis`: two servers on one private redis-server share each client's
 //! bucket and admit exactly what one limiter would; when Redis goes away mid-test, each
-//! `--on-failure` does what it says, nothing crashes, and decisions resume once Redis is
-//! back; a Redis that cannot be used at startup is an error.
+//! `--on-failure` does what it says (`fallback`: exactly this server's share of the
+//! limit), nothing crashes, and decisions resume once Redis is back; a client id cannot
+//! reach another bucket's key; a Redis that cannot be used at startup is an error.
 
 mod binary;
 #[path = "../../trickle-redis/tests/common/mod.rs"]
@@ -11,7 +12,9 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use binary::{burst, client, counts, trickle_within, ConfigFile, Counts, Http, Reply, Server};
+use binary::{
+    burst, client, counts, trickle, trickle_within, ConfigFile, Counts, Http, Reply, Server,
+};
 use common::RedisServer;
 use redis::Commands;
 use trickle::flow::{Answer, Pricing};
@@ -178,6 +181,15 @@ fn two_servers_on_one_redis_admit_exactly_what_one_limiter_would() {
     assert!(exists);
     let other = http.get(&format!("{}/shared", servers[1].url), &client("other"));
     assert_eq!(counts(&other), (200, Some(8), Some(2)));
+
+    // A client id holding the hash tag's and the prefix's characters is escaped into a
+    // key of its own, in a Cluster slot of its own.
+    let odd = http.get(&format!("{}/shared", servers[0].url), &client("}a:b%"));
+    assert_eq!(counts(&odd), (200, Some(8), Some(2)));
+    let exists: bool = conn
+        .exists("{trickle-serve:shared:%7Da%3Ab%25}:floating")
+        .unwrap();
+    assert!(exists);
 }
 
 /// Stops the server the way an outage does, without the test's handle on it.
@@ -268,6 +280,169 @@ fn a_redis_outage_fails_closed_when_told_with_503_and_retry_after() {
             "the rate limiter is unavailable; retry shortly"
         );
     });
+}
+
+/// One group of 10 tokens an hour, a 2XX costing 1, so that each request admitted is one
+/// token: the fallback's share of 1/2 is 5 requests.
+const FALLBACK: &str = r#"
+[[group]]
+name = "fallback"
+limit = "10/1h"
+costs = "2xx:1 3xx:1 4xx:5 429:0 5xx:0"
+routes = ["/fallback"]
+"#;
+
+/// The tokens spent in the fallback group's bucket of `client` in Redis, at the latest time
+/// Redis decided at (as [`spent_in_redis`]).
+fn spent_in_fallback_group(redis: &RedisServer, client: &str) -> u128 {
+    let limiter = RedisLimiter::new(
+        Algorithm::Floating,
+        "10/1h".parse().unwrap(),
+        "trickle-serve:fallback",
+    )
+    .unwrap();
+    let mut conn = redis.connect();
+    let decision = limiter.peek(&mut conn, client, 0, 0).unwrap();
+    let counters = decision.counters.expect("the floating window's counters");
+    counters.previous + counters.current
+}
+
+/// `--on-failure fallback --fallback-share 1/2`: with Redis gone, a burst of 50 parallel
+/// requests on one key gets exactly 5 through (this server's half of 10), and the log says
+/// the breaker opened; once Redis is back, decisions and charges are Redis's again.
+#[test]
+fn a_redis_outage_falls_back_to_this_servers_share_of_the_limit() {
+    let mut redis = RedisServer::start();
+    let config = ConfigFile::new(FALLBACK);
+    let url = url(&redis);
+    let mut server = Server::start(
+        &config,
+        &[
+            "--redis",
+            &url,
+            "--on-failure",
+            "fallback",
+            "--fallback-share",
+            "1/2",
+        ],
+    );
+    let http = Http::new();
+    let route = format!("{}/fallback", server.url);
+    assert_eq!(
+        counts(&http.get(&route, &client("before"))),
+        (200, Some(9), Some(1))
+    );
+
+    shut_down(&redis);
+    let paths = vec!["/fallback".to_string(); 50];
+    let answers = burst(&[server.url.as_str()], &paths, &client("during"));
+    let admitted = answers.iter().filter(|(status, ..)| *status == 200).count();
+    let refused = answers.iter().filter(|(status, ..)| *status == 429).count();
+    assert_eq!((admitted, refused), (5, 45), "{answers:?}");
+    // The fallback's own counts and limit: 5 tokens, none left.
+    let reply = http.get(&route, &client("during"));
+    assert_eq!(counts(&reply), (429, Some(0), Some(0)));
+    assert_eq!(reply.header("x-ratelimit-limit"), Some("5/1h"));
+    let other = http.get(&route, &client("during-2"));
+    assert_eq!(counts(&other), (200, Some(4), Some(1)));
+    assert_eq!(other.header("x-ratelimit-limit"), Some("5/1h"));
+    let stderr = server.stderr();
+    assert!(stderr.contains("circuit breaker open"), "{stderr}");
+    assert!(stderr.contains("the fallback limiter decides"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Back, empty: within a few seconds (a cool-down or two) a request is Redis's: 10
+    // tokens, 9 left, where the fallback says 4 at most; and it is in Redis's bucket.
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let reply = http.get(&route, &client("after"));
+        if counts(&reply) == (200, Some(9), Some(1)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "decisions did not return to Redis"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(spent_in_fallback_group(&redis, "after"), 1);
+    assert!(server.stderr().contains("circuit breaker closed"));
+    assert!(server.is_running());
+}
+
+/// A bucket's key SET to a string by another program: 500 with a JSON error naming the
+/// problem and an ERROR in the log, under every rule (fail open would have let the key
+/// through uncharged for good); the key beside it is decided by Redis.
+#[test]
+fn a_key_of_the_wrong_type_gets_500_under_every_rule() {
+    let redis = RedisServer::start();
+    let config = ConfigFile::new(SHARED);
+    let url = url(&redis);
+    let mut conn = redis.connect();
+    let () = conn
+        .set("{trickle-serve:shared:broken}:floating", "not a bucket")
+        .unwrap();
+    let http = Http::new();
+    let rules: [&[&str]; 3] = [
+        &[],
+        &["--on-failure", "closed"],
+        &["--on-failure", "fallback", "--fallback-share", "1/2"],
+    ];
+    for flags in rules {
+        let server = Server::start(&config, &[&["--redis", url.as_str()][..], flags].concat());
+        let route = format!("{}/shared", server.url);
+        let reply = http.get(&route, &client("broken"));
+        assert_eq!(reply.status, 500, "{flags:?}: {reply:?}");
+        assert_eq!(
+            reply.json()["error"],
+            "the rate limiter cannot decide this request: a Redis key of this bucket holds a \
+             value of the wrong type (WRONGTYPE): another program wrote it",
+            "{flags:?}"
+        );
+        let stderr = server.stderr();
+        assert!(
+            stderr
+                .lines()
+                .any(|line| line.contains("ERROR") && line.contains("WRONGTYPE")),
+            "{flags:?}: {stderr}"
+        );
+        let fine = http.get(&route, &client(&format!("fine{}", flags.len())));
+        assert_eq!(counts(&fine), (200, Some(8), Some(2)), "{flags:?}");
+    }
+}
+
+#[test]
+fn the_fallback_needs_a_share_that_leaves_every_group_a_token() {
+    let redis = RedisServer::start();
+    let config = ConfigFile::new(FALLBACK);
+    let url = url(&redis);
+    #[rustfmt::skip]
+    let cases: &[(&[&str], &str)] = &[
+        (&["--on-failure", "fallback"],
+            "trickle: --on-failure fallback needs --fallback-share SHARE"),
+        (&["--fallback-share", "1/2"],
+            "trickle: --fallback-share only applies with --on-failure fallback"),
+        (&["--on-failure", "fallback", "--fallback-share", "3/2"],
+            "trickle: invalid --fallback-share: invalid share \"3/2\": expected a fraction P/Q"),
+        (&["--on-failure", "fallback", "--fallback-share", "1/20"],
+            "trickle: invalid --fallback-share: group \"fallback\": a share of 1/20 of its \
+             limit 10/1h is less than one token"),
+    ];
+    for (flags, message) in cases {
+        let args = [
+            &["serve", "--config", config.arg(), "--redis", &url][..],
+            flags,
+        ]
+        .concat();
+        let run = trickle_within(&args, Duration::from_secs(30));
+        assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with(message), "{flags:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{flags:?}: it listened");
+    }
+    let help = trickle(&["serve", "--help"], "").stdout;
+    assert!(help.contains("--on-failure open|closed|fallback"), "{help}");
+    assert!(help.contains("--fallback-share SHARE"), "{help}");
 }
 
 #[test]

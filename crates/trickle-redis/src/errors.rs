@@ -5,6 +5,7 @@ use std::fmt;
 
 use trickle::{Algorithm, Limit};
 
+use crate::keys::{prefix_problem, MAX_PREFIX_LEN};
 use crate::limiter::{script, MAX_TIME_MS};
 
 /// A limit or key prefix that the Redis backend refuses at construction.
@@ -18,7 +19,10 @@ pub enum RedisLimitError {
         limit: Limit,
         max_scaled: u128,
     },
-    /// The key prefix is empty or holds a brace, so it cannot be a Cluster hash tag.
+    /// The key prefix is empty, longer than [`MAX_PREFIX_LEN`](crate::MAX_PREFIX_LEN)
+    /// bytes, or holds a character other than ASCII letters, digits, `-`, `_`, `.`, `:`
+    /// and `/` (a brace would cut the Cluster hash tag short; see
+    /// [`RedisLimiter::redis_key`](crate::RedisLimiter::redis_key)).
     BadPrefix { prefix: String },
     /// The algorithm has no Redis script (every algorithm of the core has one today).
     Unsupported { algorithm: Algorithm },
@@ -44,8 +48,10 @@ impl fmt::Display for RedisLimitError {
             ),
             RedisLimitError::BadPrefix { prefix } => write!(
                 f,
-                "key prefix {prefix:?} cannot be a Redis Cluster hash tag: it must be \
-                 non-empty and hold no '{{' or '}}'"
+                "key prefix {prefix:?} is not allowed: {}; a prefix is 1 to \
+                 {MAX_PREFIX_LEN} bytes of ASCII letters, digits, '-', '_', '.', ':' and '/' \
+                 (no brace, which would cut the keys' Redis Cluster hash tag short)",
+                prefix_problem(prefix)
             ),
             RedisLimitError::Unsupported { algorithm } => {
                 write!(
@@ -153,6 +159,110 @@ impl fmt::Display for RedisError {
                  program writing to the same key?"
             ),
         }
+    }
+}
+
+impl RedisError {
+    /// Whether this is an **outage**: Redis as a whole could not answer (unreachable, the
+    /// connection refused, reset or timed out, still loading, busy running another script,
+    /// a replica or a Cluster without its primary, out of memory, unable to persist), or a
+    /// settle's outcome is unknown for one of those reasons. Another store, or the same one
+    /// a moment later, would decide; a caller's failure rule (open, closed, a fallback
+    /// limiter) is for these.
+    ///
+    /// Everything else concerns this request or its bucket and would fail the same way
+    /// anywhere, so it is **not** an outage, and no failure rule should hide it: a key of
+    /// the wrong type (`WRONGTYPE`, another program wrote it), an error inside the script, a
+    /// reply that is not a decision ([`RedisError::BadReply`]), a key on another Cluster
+    /// node, a command the server's ACL refuses, a time or a cost past what the script
+    /// holds exactly. A server answers those with 500 and logs them as errors: they stay
+    /// until someone fixes them.
+    ///
+    /// ```
+    /// use trickle_redis::RedisError;
+    ///
+    /// let timed_out = RedisError::Redis(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+    /// assert!(timed_out.is_outage());
+    /// let garbage = RedisError::BadReply { reply: "nil".to_string() };
+    /// assert!(!garbage.is_outage());
+    /// ```
+    pub fn is_outage(&self) -> bool {
+        match self {
+            RedisError::Redis(err) => is_outage(err),
+            RedisError::SettleUnknown { .. } => true,
+            RedisError::TimeTooLarge { .. }
+            | RedisError::RecordOutOfRange { .. }
+            | RedisError::SettleOutOfRange { .. }
+            | RedisError::BadReply { .. } => false,
+        }
+    }
+
+    /// What went wrong, in a few words fit for a client's error message (a 500's body):
+    /// a fixed text per kind of failure, naming the problem without the key, the server's
+    /// address or the script's text, which go to the log with the whole error.
+    pub fn problem(&self) -> &'static str {
+        let err = match self {
+            RedisError::Redis(err) => err,
+            RedisError::SettleUnknown { .. } => {
+                return "Redis did not answer the settle: its outcome is unknown"
+            }
+            RedisError::TimeTooLarge { .. } => {
+                return "the time is beyond what Redis holds exactly"
+            }
+            RedisError::RecordOutOfRange { .. } | RedisError::SettleOutOfRange { .. } => {
+                return "the cost would take the bucket beyond what Redis holds exactly"
+            }
+            RedisError::BadReply { .. } => {
+                return "Redis answered the limiter's script with something other than a \
+                        decision: another program may be writing to the bucket's key"
+            }
+        };
+        if is_outage(err) {
+            return "Redis is unreachable, not ready, or did not answer in time";
+        }
+        match err.code() {
+            Some("WRONGTYPE") => {
+                "a Redis key of this bucket holds a value of the wrong type (WRONGTYPE): \
+                 another program wrote it"
+            }
+            Some("NOSCRIPT") => "Redis could not load the limiter's script",
+            Some("NOPERM") => "Redis's ACL refuses the limiter's commands (NOPERM)",
+            Some("MOVED" | "ASK" | "CROSSSLOT") => {
+                "the bucket's keys live on another Redis Cluster node: connect with a \
+                 Cluster client"
+            }
+            _ => "the limiter's script failed in Redis",
+        }
+    }
+}
+
+/// See [`RedisError::is_outage`]: the server or the connection, not this request.
+fn is_outage(err: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    match err.kind() {
+        // Refused, reset, dropped, timed out; a reply that could not be parsed is a broken
+        // connection too (the crate reconnects after it).
+        ErrorKind::Io
+        | ErrorKind::Parse
+        | ErrorKind::AuthenticationFailed
+        | ErrorKind::ClusterConnectionNotFound
+        | ErrorKind::MasterNameNotFoundBySentinel
+        | ErrorKind::NoValidReplicasFoundBySentinel => true,
+        ErrorKind::Server(kind) => matches!(
+            kind,
+            ServerErrorKind::BusyLoading
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::ReadOnly
+        ),
+        // Codes the crate does not name: a script running past its time limit blocks
+        // every client (BUSY); a server that cannot save or is out of memory refuses writes
+        // (MISCONF, OOM); a primary without enough replicas too (NOREPLICAS).
+        ErrorKind::Extension => {
+            matches!(err.code(), Some("BUSY" | "MISCONF" | "OOM" | "NOREPLICAS"))
+        }
+        _ => false,
     }
 }
 

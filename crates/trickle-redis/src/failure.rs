@@ -18,7 +18,12 @@ use crate::errors::RedisError;
 ///
 /// A timeout is not a denial either way: the server may still run the script, and spend
 /// the tokens, when it answers again, so failing open after a timeout may let one request
-/// through that the bucket also counts.
+/// through that the bucket also counts. Whether it did is unknown.
+///
+/// The rule is for outages alone ([`RedisError::is_outage`]). An error that is not one (a
+/// key of the wrong type, a script error, a bad reply) is refused under either rule: it
+/// would fail the same way on every retry, and letting it through would switch the limit
+/// off for that key for good, with nothing but a log line to say so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnFailure {
     /// Let the request through.
@@ -29,14 +34,19 @@ pub enum OnFailure {
 
 impl OnFailure {
     /// The decision when Redis made one, and this policy's answer, with the error, when it
-    /// could not.
+    /// could not: let through only under [`OnFailure::Open`], and only for an outage.
     ///
     /// ```
     /// use trickle_redis::{Admission, OnFailure, RedisError};
     ///
+    /// let timed_out: Result<trickle::Decision, RedisError> =
+    ///     Err(RedisError::Redis(std::io::Error::from(std::io::ErrorKind::TimedOut).into()));
+    /// assert!(OnFailure::Open.admit(timed_out).is_allowed());
+    ///
+    /// // Not an outage: refused whatever the rule.
     /// let failed: Result<trickle::Decision, RedisError> =
     ///     Err(RedisError::TimeTooLarge { now_ms: u64::MAX });
-    /// let admission = OnFailure::Closed.admit(failed);
+    /// let admission = OnFailure::Open.admit(failed);
     /// assert!(!admission.is_allowed());
     /// assert!(matches!(admission, Admission::Failed { .. }));
     /// ```
@@ -44,7 +54,7 @@ impl OnFailure {
         match result {
             Ok(decision) => Admission::Decided(decision),
             Err(error) => Admission::Failed {
-                allowed: self == OnFailure::Open,
+                allowed: self == OnFailure::Open && error.is_outage(),
                 error,
             },
         }

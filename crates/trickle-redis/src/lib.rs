@@ -104,11 +104,30 @@
 //! # When Redis fails
 //!
 //! Every call returns [`RedisError`] instead of a decision when Redis cannot be reached,
-//! times out, or answers something else; nothing panics. The caller chooses what that
-//! means with [`OnFailure`]: fail open (let the request through: the limit is not enforced
-//! while Redis is away, and the servers behind it take the load) or fail closed (refuse
-//! it: nothing gets through while Redis is away, an outage of the API). A timeout is not
-//! a denial: the server may still run the script, and spend, when it wakes.
+//! times out, or answers something else; nothing panics. Two kinds, told apart by
+//! [`RedisError::is_outage`]:
+//!
+//! - an **outage**: Redis as a whole could not answer (unreachable, refused, reset, timed
+//!   out, loading, busy, without its primary). The caller chooses what that means with
+//!   [`OnFailure`]: fail open (let the request through: the limit is not enforced while
+//!   Redis is away, and the servers behind it take the load) or fail closed (refuse it:
+//!   nothing gets through while Redis is away, an outage of the API); trickle-tower adds a
+//!   third, a fallback limiter in each server. A timeout is not a denial: the server may
+//!   still run the script, and spend, when it wakes, so its outcome is **unknown**.
+//! - a **data error**: this request or its bucket cannot be decided anywhere: a key holding
+//!   the wrong type (`WRONGTYPE`: another program wrote it), an error inside the script, a
+//!   reply that is not a decision, a time or cost past what the script holds exactly.
+//!   No failure rule applies (letting it through would switch the limit off for that key
+//!   until someone deletes it): refuse it, and log it as an error.
+//!   [`RedisError::problem`] names it in words a client may read.
+//!
+//! # Keys
+//!
+//! `{PREFIX:KEY}:ALGORITHM`, the prefix checked (1 to [`MAX_PREFIX_LEN`] bytes of ASCII
+//! letters, digits, `-`, `_`, `.`, `:`, `/`) and the key escaped (`%`, `{`, `}`, `:` as
+//! `%25`, `%7B`, `%7D`, `%3A`), so that whatever a client sends as its key, the Cluster hash
+//! tag is the whole `PREFIX:KEY` and no two (prefix, key) pairs share a bucket
+//! ([`RedisLimiter::redis_key`]).
 //!
 //! ```no_run
 //! use trickle::Algorithm;
@@ -125,6 +144,7 @@ mod errors;
 mod failure;
 mod fixed;
 mod floating;
+mod keys;
 mod limiter;
 mod sliding_log;
 mod store;
@@ -132,5 +152,6 @@ mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use failure::{Admission, OnFailure};
+pub use keys::MAX_PREFIX_LEN;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS, SETTLE_ATTEMPTS};
 pub use store::RedisStore;

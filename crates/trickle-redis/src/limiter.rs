@@ -8,7 +8,7 @@ use redis::{ConnectionLike, Script, ScriptInvocation, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
-use crate::{fixed, floating, sliding_log, token_bucket};
+use crate::{fixed, floating, keys, sliding_log, token_bucket};
 
 /// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
 pub const MAX_TIME_MS: u64 = 1 << 53;
@@ -50,10 +50,10 @@ pub enum Clock {
 /// A rate limiter whose buckets live in Redis, one key per bucket, all under one limit,
 /// with the algorithm chosen at run time.
 ///
-/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`, and a reservation's pending record
-/// is beside it ([`reservation_key`](RedisLimiter::reservation_key)); the braces make
-/// `PREFIX:KEY` their Redis Cluster hash tag, so every key one decision touches is in one
-/// slot.
+/// The bucket for `key` is `{PREFIX:KEY}:ALGORITHM`, the key escaped
+/// ([`redis_key`](RedisLimiter::redis_key)), and a reservation's pending record is beside
+/// it ([`reservation_key`](RedisLimiter::reservation_key)); the braces make `PREFIX:KEY`
+/// their Redis Cluster hash tag, so every key one decision touches is in one slot.
 #[derive(Debug, Clone)]
 pub struct RedisLimiter {
     algorithm: Algorithm,
@@ -69,18 +69,15 @@ impl RedisLimiter {
     ///
     /// Refused when Redis does not run the algorithm, when the limit is too large for the
     /// algorithm's script to stay exact in Lua's doubles (`N × W` above
-    /// [`max_scaled`](RedisLimiter::max_scaled)), and when the prefix is empty or holds a
-    /// brace.
+    /// [`max_scaled`](RedisLimiter::max_scaled)), and when the prefix is not 1 to
+    /// [`MAX_PREFIX_LEN`](crate::MAX_PREFIX_LEN) bytes of ASCII letters, digits, `-`, `_`,
+    /// `.`, `:` and `/`.
     pub fn new(
         algorithm: Algorithm,
         limit: Limit,
         prefix: &str,
     ) -> Result<RedisLimiter, RedisLimitError> {
-        if prefix.is_empty() || prefix.contains(['{', '}']) {
-            return Err(RedisLimitError::BadPrefix {
-                prefix: prefix.to_string(),
-            });
-        }
+        keys::check_prefix(prefix)?;
         let (text, max_scaled) =
             script(algorithm).ok_or(RedisLimitError::Unsupported { algorithm })?;
         if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > max_scaled {
@@ -160,9 +157,25 @@ impl RedisLimiter {
         self.clock
     }
 
-    /// The Redis key holding `key`'s bucket: `{PREFIX:KEY}:ALGORITHM`.
+    /// The Redis key holding `key`'s bucket: `{PREFIX:KEY}:ALGORITHM`, with `%`, `{`, `}`
+    /// and `:` in the key written `%25`, `%7B`, `%7D` and `%3A`, so that no key moves the
+    /// Cluster hash tag (a `}` would end it) or reads as another prefix's (`api` + `v2:x`
+    /// against `api:v2` + `x`): the tag's last `:` ends the prefix, and the rest unescapes
+    /// to the key. A key with none of them is written as it is.
+    ///
+    /// ```
+    /// use trickle::Algorithm;
+    /// use trickle_redis::RedisLimiter;
+    ///
+    /// let api = RedisLimiter::new(Algorithm::Floating, "6/8s".parse().unwrap(), "api").unwrap();
+    /// assert_eq!(api.redis_key("user-42"), "{api:user-42}:floating");
+    /// assert_eq!(api.redis_key("}abc"), "{api:%7Dabc}:floating");
+    /// assert_eq!(api.redis_key("v2:alice"), "{api:v2%3Aalice}:floating");
+    /// let v2 = RedisLimiter::new(Algorithm::Floating, "6/8s".parse().unwrap(), "api:v2").unwrap();
+    /// assert_eq!(v2.redis_key("alice"), "{api:v2:alice}:floating");
+    /// ```
     pub fn redis_key(&self, key: &str) -> String {
-        format!("{{{}:{}}}:{}", self.prefix, key, self.algorithm.name())
+        keys::bucket_key(&self.prefix, key, self.algorithm)
     }
 
     /// Every Redis key `key`'s bucket uses, all in the hash tag `{PREFIX:KEY}` and so in
@@ -182,7 +195,8 @@ impl RedisLimiter {
     }
 
     /// The pending record of `key`'s reservation under `ticket`:
-    /// `{PREFIX:KEY}:ALGORITHM:reservation:TICKET`, the ticket in 16 hexadecimal digits, in
+    /// `{PREFIX:KEY}:ALGORITHM:reservation:TICKET`, the key escaped as in
+    /// [`redis_key`](RedisLimiter::redis_key) and the ticket in 16 hexadecimal digits, in
     /// the bucket's hash tag. An admitted [`Op::Reserve`] writes it and the first
     /// [`Op::Settle`] to run deletes it; it expires when the reservation's tokens stop
     /// counting, plus [`EXPIRY_GRACE_MS`].

@@ -8,6 +8,8 @@ use std::future::{ready, Future};
 use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
 use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op};
 
+use crate::failure::Failure;
+
 /// A store of buckets, one per (group, key), each group with its own limit: where the layer
 /// reserves before the handler ([`Op::Reserve`]) and settles after it ([`Op::Settle`]).
 ///
@@ -19,6 +21,14 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The limit of `group`, or `None` when the backend has no such group.
     fn limit(&self, group: &str) -> Option<Limit>;
+
+    /// Whether `error` is an outage of the store (the layer's failure rule applies) or a
+    /// fault in what it holds for this request (500, whatever the rule). Every error is an
+    /// outage unless the backend says otherwise. A metrics layer can count errors by this.
+    fn failure(error: &Self::Error) -> Failure {
+        let _ = error;
+        Failure::Outage
+    }
 
     /// Decides `op` on the bucket of `key` in `group` at `now_ms`.
     fn decide(
@@ -117,7 +127,12 @@ impl InProcess {
         }
     }
 
-    fn decide_now(
+    /// The names of the groups added.
+    pub(crate) fn group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.keys().map(String::as_str)
+    }
+
+    pub(crate) fn decide_now(
         &self,
         group: &str,
         key: &str,
@@ -141,6 +156,13 @@ impl Backend for InProcess {
         Some(with_limiter!(keyed, limiter => limiter.limit()))
     }
 
+    /// A missing group is the configuration's fault, not an outage: the only error here.
+    fn failure(_: &UnknownGroup) -> Failure {
+        Failure::Data {
+            problem: "this route's rate limit is not configured",
+        }
+    }
+
     fn decide(
         &self,
         group: &str,
@@ -159,6 +181,10 @@ impl<B: Backend> Backend for std::sync::Arc<B> {
 
     fn limit(&self, group: &str) -> Option<Limit> {
         (**self).limit(group)
+    }
+
+    fn failure(error: &B::Error) -> Failure {
+        B::failure(error)
     }
 
     fn decide(

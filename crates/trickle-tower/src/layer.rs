@@ -77,6 +77,11 @@ impl std::error::Error for Rejection {}
 
 /// What to do with a request when the backend cannot decide it (Redis unreachable or
 /// timing out). Either way the layer logs a warning with the error, and nothing panics.
+///
+/// Only for outages ([`Failure::Outage`](crate::Failure::Outage)): an error about the
+/// request's own bucket (a key of the wrong type) is answered 500 whatever the rule. A
+/// third way is a backend that keeps limiting in process while its store is away,
+/// [`Fallback`](crate::Fallback).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnFailure {
     /// Let it through, uncharged: the limit is not enforced while the store is away, and

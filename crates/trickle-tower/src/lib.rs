@@ -10,7 +10,10 @@
 //!   `Redis` (the `redis` feature) keeps them in Redis, so that every process behind a
 //!   load balancer shares one bucket per key, with decisions identical to the core's.
 //! - [`OnFailure`] says what a request gets when Redis cannot be reached: through (open) or
-//!   503 (closed), with a log line either way.
+//!   503 (closed), with a log line either way; or [`Fallback`] keeps limiting it in
+//!   process, with this server's [`Share`] of the limit, behind a circuit breaker, until
+//!   Redis is back. A data error (a key of the wrong type) is no outage: 500, whatever the
+//!   rule ([`Failure`]).
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
@@ -39,21 +42,30 @@
 
 mod answers;
 mod backend;
+mod breaker;
 pub mod clock;
+mod failure;
+mod fallback;
 mod layer;
+mod pending;
 #[cfg(feature = "redis")]
 mod redis;
 mod service;
+mod share;
 
 pub use answers::{
     Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
 };
 pub use backend::{Backend, InProcess, UnknownGroup};
+pub use breaker::{BreakerState, BREAKER_COOL_DOWN, BREAKER_FAILURES};
 pub use clock::system_ms;
+pub use failure::Failure;
+pub use fallback::{Fallback, FallbackCounts, FallbackError, MAX_PENDING};
 pub use layer::{OnFailure, RateLimitLayer, Rejection, Subject};
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};
 pub use service::RateLimit;
+pub use share::{Share, ShareError};
 
 // The docs site's chapter on the layer: its examples compile against this crate.
 #[doc = include_str!("../../../docs/src/server.md")]

@@ -9,12 +9,18 @@ use redis::aio::ConnectionManager;
 use trickle::{Decision, Limit, Op};
 use trickle_redis::{RedisError, RedisLimiter};
 
-use crate::backend::{Backend, UnknownGroup};
+use crate::backend::{Backend, InProcess, UnknownGroup};
+use crate::failure::Failure;
+use crate::fallback::Fallback;
+use crate::share::{Share, ShareError};
 
 /// Each group a [`RedisLimiter`] (its algorithm, limit and key prefix), all on one
 /// connection. The [`ConnectionManager`] multiplexes the requests in flight over it and
 /// reconnects after Redis comes back; while Redis is away every decision is an error, which
-/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503. An
+/// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503, unless the
+/// backend is wrapped in a [`Fallback`] ([`Redis::fallback`]). A data error (a key of the
+/// wrong type, a script error) is no outage: the layer answers it 500 whatever the rule
+/// ([`RedisError::is_outage`]). An
 /// [`Op::Settle`] whose outcome is unknown is sent again by the limiter itself
 /// ([`RedisLimiter::with_settle_attempts`]), on the connection the manager reconnects, and
 /// applies once however often it is sent; an [`Op::Reserve`] is sent once.
@@ -63,6 +69,42 @@ impl Redis {
         self.groups.insert(name.into(), limiter);
         self
     }
+
+    /// This backend with an in-process limiter behind it for when Redis is away: each
+    /// group's algorithm, over its window, with `share` of its tokens, rounded down (see
+    /// [`Share`] for why the servers then never admit more than the limit together).
+    /// Refused when a group's share is less than one token.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use trickle::Algorithm;
+    /// use trickle_redis::RedisLimiter;
+    /// use trickle_tower::{Redis, Share};
+    ///
+    /// let client = redis::Client::open("redis://127.0.0.1/")?;
+    /// let conn = redis::aio::ConnectionManager::new(client).await?;
+    /// let fitting = RedisLimiter::new(Algorithm::Floating, "6/8s".parse()?, "api:fitting")?;
+    /// // Two servers: each admits 3 of the 6 tokens on its own while Redis is away.
+    /// let backend = Redis::new(conn)
+    ///     .with_group("fitting", fitting)
+    ///     .fallback("1/2".parse::<Share>()?)?;
+    /// # let _ = backend;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fallback(self, share: Share) -> Result<Fallback<Redis>, ShareError> {
+        let mut secondary = InProcess::new();
+        for (name, limiter) in &self.groups {
+            let limit = limiter.limit();
+            let part = share.of(limit).ok_or_else(|| ShareError::NoTokens {
+                group: name.clone(),
+                limit,
+                share,
+            })?;
+            secondary = secondary.with_group(name.clone(), limiter.algorithm(), part);
+        }
+        Ok(Fallback::new(self, secondary))
+    }
 }
 
 /// Why the Redis backend gave no decision.
@@ -71,7 +113,8 @@ impl Redis {
 pub enum RedisBackendError {
     /// The group was never added.
     UnknownGroup(UnknownGroup),
-    /// Redis failed, timed out, or answered something else.
+    /// Redis failed, timed out, or answered something else; [`RedisError::is_outage`]
+    /// tells which.
     Redis(RedisError),
 }
 
@@ -98,6 +141,18 @@ impl Backend for Redis {
 
     fn limit(&self, group: &str) -> Option<Limit> {
         self.groups.get(group).map(RedisLimiter::limit)
+    }
+
+    /// An outage when [`RedisError::is_outage`] says so; a data error, named by
+    /// [`RedisError::problem`], otherwise.
+    fn failure(error: &RedisBackendError) -> Failure {
+        match error {
+            RedisBackendError::UnknownGroup(error) => InProcess::failure(error),
+            RedisBackendError::Redis(error) if error.is_outage() => Failure::Outage,
+            RedisBackendError::Redis(error) => Failure::Data {
+                problem: error.problem(),
+            },
+        }
     }
 
     fn decide(

@@ -18,6 +18,7 @@ use trickle::{Admission, Op, Reservation};
 
 use crate::answers::{json_error, set_headers, too_many_requests, unavailable, Body};
 use crate::backend::Backend;
+use crate::failure::Failure;
 use crate::layer::{Config, OnFailure, Rejection, Subject};
 
 /// The service [`RateLimitLayer`](crate::RateLimitLayer) wraps around a handler.
@@ -121,11 +122,26 @@ where
     let reservation = match reserved.map(|decision| Admission::new(decision, ticket)) {
         Ok(Admission::Admitted { reservation, .. }) => reservation,
         Ok(Admission::Refused(refusal)) => return Ok(too_many_requests(&refusal, group)),
-        Err(error) => match config.on_failure {
-            OnFailure::Open => {
+        Err(error) => match (B::failure(&error), config.on_failure) {
+            // Not an outage: the store is up, and this key would fail the same way on every
+            // request; failing open would switch its limit off until someone noticed.
+            (Failure::Data { problem }, _) => {
+                tracing::error!(
+                    group = %group, key = %key, %error,
+                    "rate limiter cannot decide this request: {problem}; answering 500 (the \
+                     failure rule is for outages, and this is none)"
+                );
+                let message = format!("the rate limiter cannot decide this request: {problem}");
+                let mut response = json_error(StatusCode::INTERNAL_SERVER_ERROR, &message);
+                set_headers(&mut response, None, limit, group);
+                return Ok(response);
+            }
+            (Failure::Outage, OnFailure::Open) => {
                 tracing::warn!(
                     group = %group, key = %key, %error,
-                    "rate limiter could not decide; failing open: the request goes through unreserved"
+                    "rate limiter could not decide; failing open: the request goes through \
+                     unreserved (if the store timed out, whether it charged the reserve is \
+                     unknown)"
                 );
                 // Not settled: a store that could not reserve would most likely fail the
                 // settle too, after as long a wait, with a second warning. (A reserve that
@@ -134,10 +150,11 @@ where
                 set_headers(&mut response, None, limit, group);
                 return Ok(response);
             }
-            OnFailure::Closed => {
+            (Failure::Outage, OnFailure::Closed) => {
                 tracing::warn!(
                     group = %group, key = %key, %error,
-                    "rate limiter could not decide; failing closed: 503"
+                    "rate limiter could not decide; failing closed: 503 (if the store timed \
+                     out, whether it charged the reserve is unknown)"
                 );
                 return Ok(unavailable(limit, group));
             }
@@ -157,19 +174,30 @@ where
     let settled = backend
         .decide(group, key, Op::settle(reservation), (config.clock)(), cost)
         .await
-        .inspect_err(|error| {
+        .inspect_err(|error| match B::failure(error) {
             // The settle may have run before the error: the bucket holds the reserve or the
-            // cost, and which is not known here.
-            tracing::warn!(
+            // cost, and which is not known here (the error says when it is: a settle never
+            // sent).
+            Failure::Outage => tracing::warn!(
                 group = %group, key = %key, status = answer.status(), reserved, cost, %error,
-                "rate limiter could not settle the request: it stays charged its reserve, or its cost if the settle ran"
-            );
+                "rate limiter could not settle the request; unless the error says it was \
+                 not sent, its outcome is unknown: the bucket holds its reserve, or its cost \
+                 if the settle ran"
+            ),
+            Failure::Data { problem } => tracing::error!(
+                group = %group, key = %key, status = answer.status(), reserved, cost, %error,
+                "rate limiter could not settle the request: {problem}; the bucket holds its \
+                 reserve, or its cost if the settle ran before the error"
+            ),
         })
         .ok();
     match outcome {
         Ok(Ok(response)) => {
             let mut response = response.map(Either::Left);
-            set_headers(&mut response, settled.as_ref(), limit, group);
+            // The decision's own limit when there is one: a fallback decides under its
+            // share, and its counts are of that, as its 429s say.
+            let decided = settled.as_ref().map_or(limit, |decision| decision.limit);
+            set_headers(&mut response, settled.as_ref(), decided, group);
             Ok(response)
         }
         Ok(Err(error)) => Err(error),

@@ -1,7 +1,8 @@
 //! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
-//! [--redis URL] [--on-failure open|closed] [--header-timeout D] [--idle-timeout D]
-//! [--max-connections N] [--drain-timeout D] [--max-window D]`, read with lexopt.
+//! [--redis URL] [--on-failure open|closed|fallback] [--fallback-share SHARE]
+//! [--header-timeout D] [--idle-timeout D] [--max-connections N] [--drain-timeout D]
+//! [--max-window D]`, read with lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use lexopt::prelude::*;
 use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
-use trickle_tower::OnFailure;
+use trickle_tower::{OnFailure, Share, ShareError};
 
 use crate::cli::serve_config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
 use crate::cli::serve_connections::{
@@ -60,6 +61,10 @@ pub struct ServeArgs {
     pub connections: Connections,
     /// The longest window a group's limit may have (`--max-window`).
     pub max_window: Duration,
+    /// `--on-failure fallback`: decide in this process while Redis is away, with this part
+    /// of each group's limit (`--fallback-share`). `on_failure` is then what the layer does
+    /// should the fallback fail too, which an in-process limiter cannot: closed.
+    pub fallback: Option<Share>,
 }
 
 /// Where the request log comes from.
@@ -90,8 +95,15 @@ pub enum UsageError {
     MissingConfig,
     /// `--listen` is not an IP address and a port.
     Listen(String),
-    /// `--on-failure` is neither `open` nor `closed`.
+    /// `--on-failure` is neither `open`, `closed` nor `fallback`.
     OnFailure(String),
+    /// `--fallback-share` is not a fraction between 0 and 1.
+    FallbackShare(ShareError),
+    /// `--on-failure fallback` without `--fallback-share`: no default is safe, since the
+    /// right share depends on how many servers there are.
+    MissingFallbackShare,
+    /// `--fallback-share` without `--on-failure fallback`, where it would do nothing.
+    FallbackShareWithoutFallback,
     /// A positional argument after `serve`, which reads its routes from `--config`.
     ServeArgument(OsString),
     /// A malformed or out-of-range `--header-timeout`, `--idle-timeout`, `--drain-timeout`
@@ -151,7 +163,21 @@ impl fmt::Display for UsageError {
             UsageError::OnFailure(text) => write!(
                 f,
                 "invalid --on-failure {text:?}: expected open (let requests through \
-                 uncharged while Redis is away, the default) or closed (answer them 503)"
+                 uncharged while Redis is away, the default), closed (answer them 503) or \
+                 fallback (limit them in this process, with --fallback-share of each limit)"
+            ),
+            UsageError::FallbackShare(error) => write!(f, "invalid --fallback-share: {error}"),
+            UsageError::MissingFallbackShare => write!(
+                f,
+                "--on-failure fallback needs --fallback-share SHARE, the part of each \
+                 group's limit this server may admit on its own while Redis is away: 1/N \
+                 when N servers share the Redis, so that together they admit no more than \
+                 the limit"
+            ),
+            UsageError::FallbackShareWithoutFallback => write!(
+                f,
+                "--fallback-share only applies with --on-failure fallback; give both, or \
+                 neither"
             ),
             UsageError::ServeArgument(argument) => write!(
                 f,
@@ -251,6 +277,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut max_connections: Option<String> = None;
     let mut drain_timeout: Option<String> = None;
     let mut max_window: Option<String> = None;
+    let mut fallback_share: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
@@ -288,6 +315,11 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             Long("max-window") => {
                 set_once(&mut max_window, "--max-window", parser.value()?.string()?)?
             }
+            Long("fallback-share") => set_once(
+                &mut fallback_share,
+                "--fallback-share",
+                parser.value()?.string()?,
+            )?,
             Value(argument) => return Err(UsageError::ServeArgument(argument)),
             _ => return Err(arg.unexpected().into()),
         }
@@ -298,10 +330,18 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let listen = listen
         .parse()
         .map_err(|_| UsageError::Listen(listen.to_string()))?;
-    let on_failure = match on_failure.as_deref() {
-        None | Some("open") => OnFailure::Open,
-        Some("closed") => OnFailure::Closed,
-        Some(other) => return Err(UsageError::OnFailure(other.to_string())),
+    let share = fallback_share
+        .map(|text| text.parse::<Share>().map_err(UsageError::FallbackShare))
+        .transpose()?;
+    let (on_failure, fallback) = match (on_failure.as_deref(), share) {
+        (None | Some("open"), None) => (OnFailure::Open, None),
+        (Some("closed"), None) => (OnFailure::Closed, None),
+        (Some("fallback"), Some(share)) => (OnFailure::Closed, Some(share)),
+        (Some("fallback"), None) => return Err(UsageError::MissingFallbackShare),
+        (None | Some("open" | "closed"), Some(_)) => {
+            return Err(UsageError::FallbackShareWithoutFallback)
+        }
+        (Some(other), _) => return Err(UsageError::OnFailure(other.to_string())),
     };
     let defaults = Connections::default();
     let connections = Connections {
@@ -345,6 +385,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         on_failure,
         connections,
         max_window,
+        fallback,
     }))
 }
 

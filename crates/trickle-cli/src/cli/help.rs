@@ -14,7 +14,8 @@ such limits, for a docs page to call (see Serving, below).
 Usage:
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [--compare NAME] [FILE]
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] --redis URL [FILE]
-  trickle serve --config FILE [--listen ADDRESS] [--redis URL] [--on-failure open|closed]
+  trickle serve --config FILE [--listen ADDRESS] [--redis URL]
+                [--on-failure open|closed|fallback] [--fallback-share SHARE]
                 [--header-timeout D] [--idle-timeout D] [--max-connections N]
                 [--drain-timeout D] [--max-window D]
   trickle --help | --version
@@ -133,14 +134,25 @@ Serving (trickle serve):
                          --drain-timeout; a second signal exits at once.
   --redis URL            Keep the buckets on the Redis server at URL instead of in
                          process, so that several servers on one Redis share them:
-                         keys {trickle-serve:GROUP:CLIENT}:ALGORITHM, decided on Redis's
-                         clock. Redis must be up when serve starts, or serve exits with
-                         code 1.
-  --on-failure open|closed
+                         keys {trickle-serve:GROUP:CLIENT}:ALGORITHM, CLIENT with %, {, }
+                         and : written %25, %7B, %7D and %3A, decided on Redis's clock.
+                         Redis must be up when serve starts, or serve exits with code 1.
+  --on-failure open|closed|fallback
                          What a request gets while Redis cannot decide it (down, or no
                          answer within 1 s): open, the default, lets it through
-                         uncharged; closed answers 503 with Retry-After: 1. Either way
-                         a warning is logged. Only matters with --redis.
+                         uncharged; closed answers 503 with Retry-After: 1; fallback
+                         decides it in this process with --fallback-share of the limit.
+                         Either way a warning is logged. Only matters with --redis. A
+                         Redis that answers with an error about the request's own key (a
+                         key of the wrong type) is no outage: 500, and an error logged.
+  --fallback-share SHARE
+                         With --on-failure fallback, required: the part of each group's
+                         limit this server admits on its own while Redis is away, as
+                         1/N (or 0.5), rounded down to whole tokens, so that N servers
+                         at 1/N never admit more than the limit together. After 3
+                         failures in a row Redis is no longer waited on; one request
+                         every 2 s checks whether it is back, and then decisions are
+                         Redis's again. A share leaving a group no token is refused.
 
   Connections (each D a whole number and a unit ms, s, m or h, as 500ms or 10s, from 1ms
   to 24h; --max-window up to 8784h):
@@ -202,8 +214,8 @@ Exit codes:
      taken, Redis is unreachable)
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
      unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis,
-     --on-failure, --header-timeout, --idle-timeout, --max-connections, --drain-timeout
-     or --max-window
+     --on-failure, --fallback-share (or one that leaves a group no token),
+     --header-timeout, --idle-timeout, --max-connections, --drain-timeout or --max-window
 ";
 
 /// How wide the help's lines may be.

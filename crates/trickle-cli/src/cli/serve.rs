@@ -16,7 +16,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::net::TcpListener;
 use trickle_redis::{Clock, RedisLimiter};
-use trickle_tower::{InProcess, OnFailure, Redis};
+use trickle_tower::{Fallback, InProcess, OnFailure, Redis, ShareError};
 
 use crate::cli::args::ServeArgs;
 use crate::cli::serve_app::app;
@@ -49,6 +49,9 @@ pub enum ServeError {
         url: String,
         error: redis::RedisError,
     },
+    /// `--fallback-share` leaves a group of the config file less than one token. A usage
+    /// error: the share is what to change, or the file's limit.
+    FallbackShare(ShareError),
     /// The async runtime or the signal handlers could not be set up.
     Setup(io::Error),
     Listen {
@@ -61,7 +64,7 @@ impl ServeError {
     /// 2 for a command line that cannot work, 1 for everything else (as replay).
     pub fn exit_code(&self) -> u8 {
         match self {
-            ServeError::RedisUrl { .. } => 2,
+            ServeError::RedisUrl { .. } | ServeError::FallbackShare(_) => 2,
             _ => 1,
         }
     }
@@ -81,6 +84,7 @@ impl fmt::Display for ServeError {
                 "cannot reach Redis at {url}: {error}; serve needs Redis up when it starts \
                  (once it runs, --on-failure decides what requests get while Redis is away)"
             ),
+            ServeError::FallbackShare(error) => write!(f, "invalid --fallback-share: {error}"),
             ServeError::Setup(error) => write!(f, "cannot start the server: {error}"),
             ServeError::Listen { address, error } => {
                 write!(f, "cannot listen on {address}: {error}")
@@ -117,15 +121,33 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             (router, "buckets in this process".to_string())
         }
         Some(url) => {
-            let backend = Arc::new(on_redis(url, config, &args.config).await?);
-            let router = app(config, backend, args.on_failure);
-            let on_failure = match args.on_failure {
-                OnFailure::Open => "open",
-                OnFailure::Closed => "closed",
+            let redis = on_redis(url, config, &args.config).await?;
+            let (router, on_failure) = match args.fallback {
+                None => {
+                    let router = app(config, Arc::new(redis), args.on_failure);
+                    let on_failure = match args.on_failure {
+                        OnFailure::Open => "failing open".to_string(),
+                        OnFailure::Closed => "failing closed".to_string(),
+                    };
+                    (router, on_failure)
+                }
+                Some(share) => {
+                    let backend =
+                        Arc::new(redis.fallback(share).map_err(ServeError::FallbackShare)?);
+                    tokio::spawn(sweep_fallback(Arc::clone(&backend)));
+                    // The fallback decides every outage; the layer's own rule is left for
+                    // what an in-process limiter cannot have, and closed is the safe one.
+                    let router = app(config, backend, OnFailure::Closed);
+                    (
+                        router,
+                        format!("falling back to {share} of each limit in this process"),
+                    )
+                }
             };
             let described = format!(
-                "buckets on Redis at {url}, keys {{{REDIS_PREFIX}:GROUP:CLIENT}}:ALGORITHM, \
-                 decided on its clock; failing {on_failure} while it is away"
+                "buckets on Redis at {url}, keys {{{REDIS_PREFIX}:GROUP:CLIENT}}:ALGORITHM \
+                 (CLIENT with % {{ }} : escaped as %25 %7B %7D %3A), decided on its clock; \
+                 {on_failure} while it is away"
             );
             (router, described)
         }
@@ -265,6 +287,15 @@ fn in_process(config: &Config) -> InProcess {
 /// Drops the buckets that no longer count, now and then, so that a server many clients
 /// have visited does not keep them all.
 async fn sweep(backend: Arc<InProcess>) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        ticks.tick().await;
+        backend.sweep(trickle_tower::system_ms());
+    }
+}
+
+/// [`sweep`] for the fallback's buckets and the tickets of its reservations.
+async fn sweep_fallback(backend: Arc<Fallback<Redis>>) {
     let mut ticks = tokio::time::interval(SWEEP_EVERY);
     loop {
         ticks.tick().await;

@@ -18,6 +18,8 @@ pub struct RedisServer {
     child: Child,
     dir: PathBuf,
     listen: Listen,
+    /// Flags beyond the ones every test server gets, given again on a restart.
+    extra: Vec<String>,
 }
 
 /// Where the server listens; a restart listens there again.
@@ -32,7 +34,23 @@ impl RedisServer {
     pub fn start() -> RedisServer {
         let dir = Self::temp_dir();
         let listen = Listen::Unix(dir.join("redis.sock"));
-        Self::start_in(dir, listen).unwrap_or_else(|err| panic!("{err}"))
+        Self::start_in(dir, listen, Vec::new()).unwrap_or_else(|err| panic!("{err}"))
+    }
+
+    /// Starts a redis-server on a Unix socket with Cluster support on, as one node holding
+    /// no slot yet: enough for `CLUSTER KEYSLOT`, the server's own word on a key's slot
+    /// (other commands answer CLUSTERDOWN).
+    pub fn start_cluster_node() -> RedisServer {
+        let dir = Self::temp_dir();
+        let listen = Listen::Unix(dir.join("redis.sock"));
+        let nodes = dir.join("nodes.conf").display().to_string();
+        let extra = vec![
+            "--cluster-enabled".to_string(),
+            "yes".to_string(),
+            "--cluster-config-file".to_string(),
+            nodes,
+        ];
+        Self::start_in(dir, listen, extra).unwrap_or_else(|err| panic!("{err}"))
     }
 
     /// Starts a redis-server on a free TCP port of 127.0.0.1, as a server reaches Redis over
@@ -46,7 +64,7 @@ impl RedisServer {
                 .and_then(|listener| listener.local_addr())
                 .expect("find a free port on 127.0.0.1")
                 .port();
-            match Self::start_in(Self::temp_dir(), Listen::Tcp(port)) {
+            match Self::start_in(Self::temp_dir(), Listen::Tcp(port), Vec::new()) {
                 Ok(server) => return server,
                 Err(err) if attempts >= 5 => panic!("{err}"),
                 Err(_) => attempts += 1,
@@ -67,14 +85,19 @@ impl RedisServer {
     }
 
     /// Stops and removes everything itself when the server does not come up.
-    fn start_in(dir: PathBuf, listen: Listen) -> Result<RedisServer, String> {
-        let child = Self::spawn(&dir, &listen);
-        let mut server = RedisServer { child, dir, listen };
+    fn start_in(dir: PathBuf, listen: Listen, extra: Vec<String>) -> Result<RedisServer, String> {
+        let child = Self::spawn(&dir, &listen, &extra);
+        let mut server = RedisServer {
+            child,
+            dir,
+            listen,
+            extra,
+        };
         server.wait_until_ready()?;
         Ok(server)
     }
 
-    fn spawn(dir: &Path, listen: &Listen) -> Child {
+    fn spawn(dir: &Path, listen: &Listen, extra: &[String]) -> Child {
         let mut command = Command::new("redis-server");
         match listen {
             Listen::Unix(socket) => command.args(["--port", "0", "--unixsocket"]).arg(socket),
@@ -86,6 +109,7 @@ impl RedisServer {
             .arg("--dir")
             .arg(dir)
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -148,7 +172,7 @@ impl RedisServer {
         if let Listen::Unix(socket) = &self.listen {
             let _ = std::fs::remove_file(socket);
         }
-        let fresh = Self::spawn(&self.dir, &self.listen);
+        let fresh = Self::spawn(&self.dir, &self.listen, &self.extra);
         self.child = fresh;
         self.wait_until_ready()
             .unwrap_or_else(|err| panic!("{err}"));

@@ -1,0 +1,25 @@
+//! The two kinds of error a backend can give, which the layer answers differently: an
+//! outage of the store, for the [`OnFailure`](crate::OnFailure) rule (or a
+//! [`Fallback`](crate::Fallback)), and a fault in what the store holds for this request,
+//! which no rule should hide.
+
+/// What kind of failure a backend's error is ([`Backend::failure`](crate::Backend::failure)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The store as a whole could not answer: unreachable, refusing connections, timing
+    /// out, loading, busy. Another store, or this one a moment later, would decide. The
+    /// layer logs a warning and follows its [`OnFailure`](crate::OnFailure) rule; a
+    /// [`Fallback`](crate::Fallback) decides on its in-process limiter instead. If the
+    /// store timed out, whether it ran the decision is unknown.
+    Outage,
+    /// The store answered, but this request cannot be decided on what it holds or was
+    /// given: a key of the wrong type (Redis's `WRONGTYPE`), an error inside the script, a
+    /// reply that is not a decision, a group that does not exist. It would fail the same
+    /// way on every retry, and failing open would switch the limit off for that key for
+    /// good, so the layer answers 500 with `{"error": …}` naming `problem`, and logs the
+    /// whole error at ERROR, whatever the rule.
+    Data {
+        /// The problem in a few words a client may read: no key, address or script text.
+        problem: &'static str,
+    },
+}
