@@ -11,6 +11,10 @@
 //!   load balancer shares one bucket per key, with decisions identical to the core's.
 //! - [`OnFailure`] says what a request gets when Redis cannot be reached: through (open) or
 //!   503 (closed), with a log line either way.
+//! - [`RateLimitLayer::shadow`] decides and counts without ever refusing, to roll out a new
+//!   limit; [`RateLimitLayer::free_runs`] caps the handler runs whose answer costs nothing.
+//! - With the `metrics` feature, the layer counts its decisions, refusals and store
+//!   failures, and times its store, through the `metrics` facade: names in `metrics`.
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
@@ -39,13 +43,18 @@
 
 mod answers;
 mod backend;
+mod free_runs;
 mod layer;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+mod observe;
 #[cfg(feature = "redis")]
 mod redis;
 mod service;
 
 pub use answers::{
-    Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
+    Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW,
+    X_RATELIMIT_USED,
 };
 pub use backend::{Backend, InProcess, UnknownGroup};
 pub use layer::{system_ms, OnFailure, RateLimitLayer, Rejection, Subject};
