@@ -18,6 +18,7 @@ mod cli {
     pub mod serve;
     pub mod serve_app;
     pub mod serve_config;
+    pub mod serve_metrics;
 }
 
 use std::fs::File;

@@ -1,6 +1,6 @@
 //! The command line: `trickle replay --limit 6/8s [--algorithm NAME]
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
-//! [--redis URL] [--on-failure open|closed]`, read with lexopt.
+//! [--redis URL] [--on-failure open|closed] [--metrics ADDR]`, read with lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -48,6 +48,9 @@ pub struct ServeArgs {
     pub redis: Option<String>,
     /// What a request gets while Redis cannot decide it.
     pub on_failure: OnFailure,
+    /// Serve the layer's counters for Prometheus at `/metrics` on this address
+    /// (`--metrics ADDRESS`); none unless given.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// Where the request log comes from.
@@ -80,6 +83,8 @@ pub enum UsageError {
     Listen(String),
     /// `--on-failure` is neither `open` nor `closed`.
     OnFailure(String),
+    /// `--metrics` is not an IP address and a port.
+    Metrics(String),
     /// A positional argument after `serve`, which reads its routes from `--config`.
     ServeArgument(OsString),
 }
@@ -131,6 +136,12 @@ impl fmt::Display for UsageError {
                 f,
                 "invalid --on-failure {text:?}: expected open (let requests through \
                  uncharged while Redis is away, the default) or closed (answer them 503)"
+            ),
+            UsageError::Metrics(text) => write!(
+                f,
+                "invalid --metrics {text:?}: expected an IP address and a port to serve \
+                 /metrics on, apart from --listen, as in 127.0.0.1:9090 (port 0 picks a free \
+                 one); host names are not looked up"
             ),
             UsageError::ServeArgument(argument) => write!(
                 f,
@@ -214,6 +225,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut listen: Option<String> = None;
     let mut redis: Option<String> = None;
     let mut on_failure: Option<String> = None;
+    let mut metrics: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
@@ -228,6 +240,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             Long("on-failure") => {
                 set_once(&mut on_failure, "--on-failure", parser.value()?.string()?)?
             }
+            Long("metrics") => set_once(&mut metrics, "--metrics", parser.value()?.string()?)?,
             Value(argument) => return Err(UsageError::ServeArgument(argument)),
             _ => return Err(arg.unexpected().into()),
         }
@@ -243,11 +256,15 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         Some("closed") => OnFailure::Closed,
         Some(other) => return Err(UsageError::OnFailure(other.to_string())),
     };
+    let metrics = metrics
+        .map(|text| text.parse().map_err(|_| UsageError::Metrics(text)))
+        .transpose()?;
     Ok(Command::Serve(ServeArgs {
         config,
         listen,
         redis,
         on_failure,
+        metrics,
     }))
 }
 

@@ -21,6 +21,7 @@ use trickle_tower::{InProcess, OnFailure, Redis};
 use crate::cli::args::ServeArgs;
 use crate::cli::serve_app::app;
 use crate::cli::serve_config::{self, Config, ConfigError, Problem};
+use crate::cli::serve_metrics::{Exporter, MetricsError};
 
 /// Every Redis key serve writes starts with this, then `:GROUP`: two servers on one Redis
 /// with the same config share their buckets, which is the point of `--redis`.
@@ -59,6 +60,8 @@ pub enum ServeError {
     },
     /// The server stopped accepting connections.
     Serve(io::Error),
+    /// `--metrics` cannot be served.
+    Metrics(MetricsError),
 }
 
 impl ServeError {
@@ -90,6 +93,7 @@ impl fmt::Display for ServeError {
                 write!(f, "cannot listen on {address}: {error}")
             }
             ServeError::Serve(error) => write!(f, "the server stopped: {error}"),
+            ServeError::Metrics(error) => error.fmt(f),
         }
     }
 }
@@ -114,10 +118,18 @@ pub fn serve(args: &ServeArgs) -> Result<(), ServeError> {
 }
 
 async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
+    // Before anything else: the recorder must be in before the first request.
+    let mut metrics = match args.metrics {
+        Some(address) => Some(Exporter::bind(address).await.map_err(ServeError::Metrics)?),
+        None => None,
+    };
     let (router, backend) = match &args.redis {
         None => {
             let backend = Arc::new(in_process(config));
             tokio::spawn(sweep(Arc::clone(&backend)));
+            if let Some(metrics) = &mut metrics {
+                metrics.count_live_keys(Arc::clone(&backend));
+            }
             let router = app(config, backend, args.on_failure);
             (router, "buckets in this process".to_string())
         }
@@ -157,10 +169,15 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             algorithm = %group.algorithm,
             costs = %group.costs,
             routes = %group.routes.join(" "),
+            shadow = group.shadow,
+            free_runs = %group.free_runs.map_or("none".to_string(), |budget| budget.text()),
             "route group"
         );
     }
     announce(address);
+    if let Some(metrics) = metrics {
+        metrics.spawn();
+    }
 
     let (draining, drain) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, router).with_graceful_shutdown(async {
