@@ -10,7 +10,7 @@
 //!
 //! | metric | type | labels | counts |
 //! |---|---|---|---|
-//! | `trickle_decisions_total` | counter | `group` | requests the layer asked the store about (every limited request of a group the backend has) |
+//! | `trickle_decisions_total` | counter | `group` | limited requests the layer decided: every request of a group the backend has, whether the budget, the store or neither (a store that failed) decided it |
 //! | `trickle_admitted_total` | counter | `group` | requests whose reserve fitted: the handler ran |
 //! | `trickle_refused_total` | counter | `group`, `reason` | requests answered 429 before the handler: `reason="limit"` (the rate limit) or `"free_runs"` (the budget of answers that cost nothing is spent) |
 //! | `trickle_would_refuse_total` | counter | `group`, `reason` | in shadow mode, requests a normal layer would have refused, let through to the handler |
@@ -52,7 +52,8 @@ use ::metrics::{
 use crate::backend::InProcess;
 use crate::observe::{FailureKind, Reason, StoreOp};
 
-/// Counter: requests the layer asked the store about, per `group`.
+/// Counter: limited requests the layer decided, per `group`: every request of a group the
+/// backend has, refused by the budget, decided by the store, or failed.
 pub const DECISIONS: &str = "trickle_decisions_total";
 /// Counter: requests whose reserve fitted and whose handler ran, per `group`.
 pub const ADMITTED: &str = "trickle_admitted_total";
@@ -87,7 +88,7 @@ pub fn describe() {
     describe_counter!(
         DECISIONS,
         Unit::Count,
-        "Requests the rate limiter asked its store about."
+        "Limited requests the rate limiter decided."
     );
     describe_counter!(
         ADMITTED,
