@@ -254,7 +254,9 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
     /// shadow mode promises not to do), and `X-Ratelimit-Shadow: would-refuse` with the
     /// reason and the wait, as in `would-refuse;reason=limit;retry-after=9`
     /// ([`X_RATELIMIT_SHADOW`](crate::X_RATELIMIT_SHADOW)). With the `metrics` feature it
-    /// counts in `trickle_would_refuse_total`, not `trickle_refused_total`. Off by default.
+    /// counts in `trickle_would_refuse_total`, not `trickle_refused_total`. A request the
+    /// store cannot decide goes through as [`OnFailure::Open`] lets it, whatever the rule:
+    /// shadow mode refuses nothing. Off by default.
     ///
     /// nginx's `limit_req_dry_run` and Envoy's shadow mode do the same.
     pub fn shadow(mut self, shadow: bool) -> Self {

@@ -163,7 +163,14 @@ where
         }
         Err(error) => {
             observed.failure(StoreOp::Reserve, FailureKind::Outage);
-            match config.on_failure {
+            // Shadow mode refuses nothing, a 503 of a store that is away included: it fails
+            // open whatever the rule says.
+            let on_failure = if config.shadow {
+                OnFailure::Open
+            } else {
+                config.on_failure
+            };
+            match on_failure {
                 OnFailure::Open => {
                     tracing::warn!(
                         group = %group, key = %key, %error,

@@ -4,9 +4,11 @@
 
 mod support;
 
+use std::future::Future;
+
 use support::{runtime, serve, Answer};
-use trickle::{Algorithm, FloatingWindow};
-use trickle_tower::InProcess;
+use trickle::{Algorithm, Decision, FloatingWindow, Limit, Op};
+use trickle_tower::{Backend, InProcess, OnFailure};
 
 fn backend(algorithm: Algorithm, limit: &str) -> InProcess {
     InProcess::new().with_group("fitting", algorithm, limit.parse().unwrap())
@@ -139,6 +141,54 @@ fn shadow_mode_lets_a_spent_budget_through_marked_and_charged_nowhere() {
     assert_eq!((seen.status, seen.shadow), (500, None));
     assert_eq!(ask(&normal, 500).status, 429);
     assert!(ask(&shadow, 500).shadow.is_some());
+}
+
+/// A store that is always away.
+struct Away(InProcess);
+
+impl Backend for Away {
+    type Error = std::io::Error;
+
+    fn limit(&self, group: &str) -> Option<Limit> {
+        self.0.limit(group)
+    }
+
+    fn decide(
+        &self,
+        _: &str,
+        _: &str,
+        _: Op,
+        _: u64,
+        _: u64,
+    ) -> impl Future<Output = Result<Decision, std::io::Error>> + Send {
+        std::future::ready(Err(std::io::Error::other("the store is away")))
+    }
+}
+
+/// Shadow mode refuses nothing, not even the 503 that failing closed would give while the
+/// store is away: the request goes through, as failing open lets it.
+#[test]
+fn shadow_mode_fails_open_whatever_the_rule() {
+    let closed = serve(
+        runtime(),
+        Away(backend(Algorithm::Floating, "6/8s")),
+        0,
+        |layer| layer.on_failure(OnFailure::Closed),
+    );
+    assert_eq!(closed.get("/status/200", Some("a"), None).status, 503);
+    let shadow = serve(
+        runtime(),
+        Away(backend(Algorithm::Floating, "6/8s")),
+        0,
+        |layer| layer.on_failure(OnFailure::Closed).shadow(true),
+    );
+    let answer = shadow.get("/status/200", Some("a"), None);
+    assert_eq!(
+        (answer.status, answer.limit.as_deref()),
+        (200, Some("6/8s"))
+    );
+    assert_eq!((answer.remaining, answer.shadow), (None, None));
+    assert_eq!((closed.calls(), shadow.calls()), (0, 1));
 }
 
 /// Off, the default, the layer refuses as it always has.
