@@ -19,6 +19,7 @@ mod cli {
     pub mod serve_app;
     pub mod serve_config;
     pub mod serve_connections;
+    pub mod serve_metrics;
 }
 
 use std::fs::File;

@@ -26,8 +26,17 @@ fn rss_bytes(pid: u32) -> u64 {
 /// Sends `count` GETs of `path`, each with a client id of its own (64 characters, the most
 /// serve takes), over `connections` keep-alive connections at once; returns how many were
 /// answered with each status, as (200s, 429s, others).
-fn flood(url: &str, path: &str, count: usize, connections: usize, tag: &str) -> (usize, usize, usize) {
-    let host = url.strip_prefix("http://").expect("an http:// URL").to_string();
+fn flood(
+    url: &str,
+    path: &str,
+    count: usize,
+    connections: usize,
+    tag: &str,
+) -> (usize, usize, usize) {
+    let host = url
+        .strip_prefix("http://")
+        .expect("an http:// URL")
+        .to_string();
     let threads: Vec<_> = (0..connections)
         .map(|connection| {
             let (host, path, tag) = (host.clone(), path.to_string(), tag.to_string());
@@ -100,5 +109,8 @@ fn rss_under_a_flood_of_distinct_client_ids() {
     let before = rss_bytes(pid);
     let counts = flood(&server.url, "/flood", 200_000, 8, "flood");
     let after = rss_bytes(pid);
-    println!("{counts:?}: RSS {before} → {after} bytes ({} per id)", (after - before) / 200_000);
+    println!(
+        "{counts:?}: RSS {before} → {after} bytes ({} per id)",
+        (after - before) / 200_000
+    );
 }

@@ -36,12 +36,13 @@ costs = "2xx:1 4xx:3 429:0 5xx:0"
 routes = ["/search"]
 "#;
 
-/// The five headers the page may read, as CORS lists them.
-const EXPOSED: [&str; 5] = [
+/// The six headers the page may read, as CORS lists them.
+const EXPOSED: [&str; 6] = [
     "retry-after",
     "x-ratelimit-group",
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
+    "x-ratelimit-shadow",
     "x-ratelimit-used",
 ];
 

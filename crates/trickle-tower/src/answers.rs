@@ -17,6 +17,11 @@ pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-l
 pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 /// `X-Ratelimit-Used`: the tokens this request spent.
 pub const X_RATELIMIT_USED: HeaderName = HeaderName::from_static("x-ratelimit-used");
+/// `X-Ratelimit-Shadow`: in shadow mode, on the answer to a request a normal layer would
+/// have refused: `would-refuse;reason=limit;retry-after=9` (a Structured Field: a token
+/// with parameters). `reason` is `limit` or `free_runs`; `retry-after`, the seconds the
+/// 429 would have said, is left out for a request that can never fit.
+pub const X_RATELIMIT_SHADOW: HeaderName = HeaderName::from_static("x-ratelimit-shadow");
 
 /// The body of a response: the handler's, or the short JSON one the layer wrote itself.
 pub type Body<B> = Either<B, Full<Bytes>>;
@@ -37,6 +42,56 @@ pub(crate) fn too_many_requests<B>(refusal: &Decision, group: &str) -> Response<
     let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &message);
     set_headers(&mut response, Some(refusal), refusal.limit, group);
     response
+}
+
+/// 429 when the key's budget of answers that cost nothing is spent: `Retry-After` for its
+/// next free run, and the group's limit and name but no count, since the bucket was not
+/// asked.
+pub(crate) fn free_runs_spent<B>(
+    refusal: &Decision,
+    limit: Limit,
+    group: &str,
+) -> Response<Body<B>> {
+    let wait = match refusal.retry_after_s() {
+        Some(seconds) => format!("retry after {seconds} s"),
+        None => "retry later".to_string(),
+    };
+    let message = format!(
+        "this client's budget of answers that cost nothing (such as a 5XX or a 429) in \
+         group {group}, {}, is spent: {wait}",
+        refusal.limit
+    );
+    let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &message);
+    set_headers(&mut response, None, limit, group);
+    if let Some(seconds) = refusal.retry_after_s() {
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// Shadow mode's marks on the handler's answer to a request a normal layer would have
+/// refused for `reason`: the headers that layer's 429 would have had but `Retry-After`,
+/// and `X-Ratelimit-Shadow`. `counted` is the bucket's refusal, when the bucket refused
+/// (none when the budget did, and the bucket was not asked).
+pub(crate) fn mark_would_refuse<B>(
+    response: &mut Response<B>,
+    refusal: &Decision,
+    counted: bool,
+    limit: Limit,
+    group: &str,
+    reason: &str,
+) {
+    set_counts(response, counted.then_some(refusal), limit, group);
+    let value = match refusal.retry_after_s() {
+        Some(seconds) => format!("would-refuse;reason={reason};retry-after={seconds}"),
+        None => format!("would-refuse;reason={reason}"),
+    };
+    // Digits, letters, '-', '_', ';' and '=': always a valid header value.
+    if let Ok(value) = HeaderValue::try_from(value) {
+        response.headers_mut().insert(X_RATELIMIT_SHADOW, value);
+    }
 }
 
 /// 503 while the store is away and the layer fails closed.
@@ -62,6 +117,21 @@ pub(crate) fn set_headers<B>(
     limit: Limit,
     group: &str,
 ) {
+    set_counts(response, decision, limit, group);
+    if let Some(seconds) = decision.and_then(Decision::retry_after_s) {
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+}
+
+/// [`set_headers`] but `Retry-After`.
+fn set_counts<B>(
+    response: &mut Response<B>,
+    decision: Option<&Decision>,
+    limit: Limit,
+    group: &str,
+) {
     let map = response.headers_mut();
     let (limit_value, group_value) = group_headers(limit, group);
     map.insert(X_RATELIMIT_LIMIT, limit_value);
@@ -74,9 +144,6 @@ pub(crate) fn set_headers<B>(
             HeaderValue::from(decision.remaining()),
         );
         map.insert(X_RATELIMIT_USED, HeaderValue::from(decision.spent()));
-        if let Some(seconds) = decision.retry_after_s() {
-            map.insert(RETRY_AFTER, HeaderValue::from(seconds));
-        }
     }
 }
 

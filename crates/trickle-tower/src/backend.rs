@@ -132,6 +132,19 @@ impl InProcess {
         self.groups.keys().map(String::as_str)
     }
 
+    /// How many keys hold a bucket in each group, the groups in no particular order: what
+    /// this backend's memory grows with. Each group's shards are counted one after the
+    /// other under their read locks, so while requests are being decided the count is a
+    /// close estimate; buckets that no longer count stay until swept.
+    pub fn live_keys(&self) -> impl Iterator<Item = (&str, usize)> + '_ {
+        self.groups.iter().map(|(name, keyed)| {
+            (
+                name.as_str(),
+                with_limiter!(keyed, limiter => limiter.len()),
+            )
+        })
+    }
+
     pub(crate) fn decide_now(
         &self,
         group: &str,

@@ -157,6 +157,14 @@ impl<B: Backend> Fallback<B> {
         self.breaker.times_opened()
     }
 
+    /// What each group's fallback has done, the groups in no particular order.
+    pub fn all_counts(&self) -> impl Iterator<Item = (&str, FallbackCounts)> + '_ {
+        self.groups.keys().filter_map(|group| {
+            let counts = self.counts(group)?;
+            Some((group.as_str(), counts))
+        })
+    }
+
     /// What `group`'s fallback has done, or `None` for a group the secondary lacks.
     pub fn counts(&self, group: &str) -> Option<FallbackCounts> {
         let state = self.groups.get(group)?;

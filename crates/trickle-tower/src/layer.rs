@@ -7,10 +7,12 @@ use std::sync::Arc;
 use http::StatusCode;
 use tower_layer::Layer;
 use trickle::flow::Pricing;
-use trickle::CostTable;
+use trickle::{CostTable, Limit};
 
 use crate::backend::Backend;
 use crate::clock::system_ms;
+use crate::free_runs::FreeRuns;
+use crate::observe::Observer;
 use crate::service::RateLimit;
 
 /// Who pays for a request: the bucket of `key` in `group`. ESI's key is the application
@@ -151,6 +153,12 @@ pub(crate) struct Config<B, F> {
     pub(crate) pricing: Pricing,
     pub(crate) on_failure: OnFailure,
     pub(crate) clock: Clock,
+    /// Decide and count, but never refuse ([`RateLimitLayer::shadow`]).
+    pub(crate) shadow: bool,
+    /// The budget of answers that cost nothing ([`RateLimitLayer::free_runs`]).
+    pub(crate) free_runs: Option<Arc<FreeRuns>>,
+    /// Each group's counters, when the `metrics` feature is on; nothing otherwise.
+    pub(crate) observer: Arc<Observer>,
 }
 
 impl<B, F> Clone for Config<B, F> {
@@ -161,6 +169,9 @@ impl<B, F> Clone for Config<B, F> {
             pricing: self.pricing.clone(),
             on_failure: self.on_failure,
             clock: Arc::clone(&self.clock),
+            shadow: self.shadow,
+            free_runs: self.free_runs.clone(),
+            observer: Arc::clone(&self.observer),
         }
     }
 }
@@ -178,6 +189,11 @@ impl<B, F> fmt::Debug for RateLimitLayer<B, F> {
         f.debug_struct("RateLimitLayer")
             .field("pricing", &self.config.pricing)
             .field("on_failure", &self.config.on_failure)
+            .field("shadow", &self.config.shadow)
+            .field(
+                "free_runs",
+                &self.config.free_runs.as_ref().map(|runs| runs.limit()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -199,6 +215,9 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
                 pricing: Pricing::esi(),
                 on_failure: OnFailure::default(),
                 clock: Arc::new(system_ms),
+                shadow: false,
+                free_runs: None,
+                observer: Arc::default(),
             }),
         }
     }
@@ -232,6 +251,50 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
         self
     }
 
+    /// Shadow mode, to roll out a new limit: every request is decided and charged exactly as
+    /// without it, so the buckets and the counters show what the limit would do, but a
+    /// request the limit would refuse is let through to its handler instead of answered 429.
+    /// Such a request is charged nothing, as the 429 would have been, so the bucket goes on
+    /// exactly as a normal layer's; its answer carries the refusal's `X-Ratelimit-*`
+    /// headers, no `Retry-After` (a 2XX with one would tell a polite client to wait, which
+    /// shadow mode promises not to do), and `X-Ratelimit-Shadow: would-refuse` with the
+    /// reason and the wait, as in `would-refuse;reason=limit;retry-after=9`
+    /// ([`X_RATELIMIT_SHADOW`](crate::X_RATELIMIT_SHADOW)). With the `metrics` feature it
+    /// counts in `trickle_would_refuse_total`, not `trickle_refused_total`. A request the
+    /// store cannot decide goes through as [`OnFailure::Open`] lets it, whatever the rule:
+    /// shadow mode refuses nothing. Off by default.
+    ///
+    /// nginx's `limit_req_dry_run` and Envoy's shadow mode do the same.
+    pub fn shadow(mut self, shadow: bool) -> Self {
+        Arc::make_mut(&mut self.config).shadow = shadow;
+        self
+    }
+
+    /// A budget of handler runs whose answer costs nothing, per key: at most `limit`'s
+    /// tokens such runs per window (a floating window, as `"20/1m"`), in each group. Under
+    /// ESI's table a 5XX and a 429 cost nothing, so without a budget a client whose requests
+    /// all fail runs the handler without limit. Off by default, which keeps ESI's table as
+    /// it is.
+    ///
+    /// Which answer will cost nothing is known only after the handler, so each request
+    /// reserves a run before it (requests arriving together cannot all pass) and gives it
+    /// back if its answer cost something. Once the budget is spent, **every** request of
+    /// the key gets 429 before the handler, with `Retry-After` for the next free run, the
+    /// group's `X-Ratelimit-Limit` and `-Group` but no count (the bucket was not asked),
+    /// and a JSON error saying the budget is spent: ESI's error limit refuses all of a
+    /// client's requests once it has made too many errors, for the same reason. A key holds
+    /// a run per request in flight, so give a budget no smaller than the requests a
+    /// well-behaved client has in flight at once.
+    ///
+    /// The budget lives in this process whatever the backend: behind a load balancer, each
+    /// server keeps its own.
+    pub fn free_runs(mut self, limit: Limit) -> Self {
+        Arc::make_mut(&mut self.config).free_runs = Some(Arc::new(FreeRuns::new(limit)));
+        self
+    }
+
+    /// Decides on `clock` (ms since the Unix epoch) instead of the system's: for tests, and
+    /// for servers that keep their own.
     /// Decides on `clock` (ms since the Unix epoch) instead of
     /// [`system_ms`](crate::system_ms): for tests, and for servers that keep their own.
     pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {

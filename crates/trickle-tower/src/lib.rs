@@ -14,6 +14,10 @@
 //!   process, with this server's [`Share`] of the limit, behind a circuit breaker, until
 //!   Redis is back. A data error (a key of the wrong type) is no outage: 500, whatever the
 //!   rule ([`Failure`]).
+//! - [`RateLimitLayer::shadow`] decides and counts without ever refusing, to roll out a new
+//!   limit; [`RateLimitLayer::free_runs`] caps the handler runs whose answer costs nothing.
+//! - With the `metrics` feature, the layer counts its decisions, refusals and store
+//!   failures, and times its store, through the `metrics` facade: names in `metrics`.
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
@@ -46,7 +50,11 @@ mod breaker;
 pub mod clock;
 mod failure;
 mod fallback;
+mod free_runs;
 mod layer;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+mod observe;
 mod pending;
 #[cfg(feature = "redis")]
 mod redis;
@@ -54,7 +62,8 @@ mod service;
 mod share;
 
 pub use answers::{
-    Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
+    Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW,
+    X_RATELIMIT_USED,
 };
 pub use backend::{Backend, InProcess, UnknownGroup};
 pub use breaker::{BreakerState, BREAKER_COOL_DOWN, BREAKER_FAILURES};

@@ -2,7 +2,7 @@
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
 //! [--redis URL] [--on-failure open|closed|fallback] [--fallback-share SHARE]
 //! [--header-timeout D] [--idle-timeout D] [--max-connections N] [--drain-timeout D]
-//! [--max-window D]`, read with lexopt.
+//! [--max-window D] [--metrics ADDR]`, read with lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -65,6 +65,9 @@ pub struct ServeArgs {
     /// of each group's limit (`--fallback-share`). `on_failure` is then what the layer does
     /// should the fallback fail too, which an in-process limiter cannot: closed.
     pub fallback: Option<Share>,
+    /// Serve the layer's counters for Prometheus at `/metrics` on this address
+    /// (`--metrics ADDRESS`); none unless given.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// Where the request log comes from.
@@ -104,6 +107,8 @@ pub enum UsageError {
     MissingFallbackShare,
     /// `--fallback-share` without `--on-failure fallback`, where it would do nothing.
     FallbackShareWithoutFallback,
+    /// `--metrics` is not an IP address and a port.
+    Metrics(String),
     /// A positional argument after `serve`, which reads its routes from `--config`.
     ServeArgument(OsString),
     /// A malformed or out-of-range `--header-timeout`, `--idle-timeout`, `--drain-timeout`
@@ -178,6 +183,12 @@ impl fmt::Display for UsageError {
                 f,
                 "--fallback-share only applies with --on-failure fallback; give both, or \
                  neither"
+            ),
+            UsageError::Metrics(text) => write!(
+                f,
+                "invalid --metrics {text:?}: expected an IP address and a port to serve \
+                 /metrics on, apart from --listen, as in 127.0.0.1:9090 (port 0 picks a free \
+                 one); host names are not looked up"
             ),
             UsageError::ServeArgument(argument) => write!(
                 f,
@@ -278,6 +289,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut drain_timeout: Option<String> = None;
     let mut max_window: Option<String> = None;
     let mut fallback_share: Option<String> = None;
+    let mut metrics: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
@@ -320,6 +332,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
                 "--fallback-share",
                 parser.value()?.string()?,
             )?,
+            Long("metrics") => set_once(&mut metrics, "--metrics", parser.value()?.string()?)?,
             Value(argument) => return Err(UsageError::ServeArgument(argument)),
             _ => return Err(arg.unexpected().into()),
         }
@@ -378,6 +391,9 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         DEFAULT_MAX_WINDOW,
         MAX_MAX_WINDOW,
     )?;
+    let metrics = metrics
+        .map(|text| text.parse().map_err(|_| UsageError::Metrics(text)))
+        .transpose()?;
     Ok(Command::Serve(ServeArgs {
         config,
         listen,
@@ -386,6 +402,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         connections,
         max_window,
         fallback,
+        metrics,
     }))
 }
 

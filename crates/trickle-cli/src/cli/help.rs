@@ -17,7 +17,7 @@ Usage:
   trickle serve --config FILE [--listen ADDRESS] [--redis URL]
                 [--on-failure open|closed|fallback] [--fallback-share SHARE]
                 [--header-timeout D] [--idle-timeout D] [--max-connections N]
-                [--drain-timeout D] [--max-window D]
+                [--drain-timeout D] [--max-window D] [--metrics ADDRESS]
   trickle --help | --version
 
 Options:
@@ -154,6 +154,18 @@ Serving (trickle serve):
                          every 2 s checks whether it is back, and then decisions are
                          Redis's again. A share leaving a group no token is refused.
 
+  --metrics ADDRESS      Also serve the rate limiter's counters for Prometheus at
+                         http://ADDRESS/metrics, on a listener of their own (off unless
+                         given; port 0 picks a free one, announced on a second stdout
+                         line, `metrics on http://ADDRESS/metrics`). An address that
+                         cannot be had stops serve at startup, exit code 1. Per group:
+                         trickle_decisions_total, trickle_admitted_total,
+                         trickle_refused_total{reason=limit|free_runs},
+                         trickle_would_refuse_total{reason} (shadow mode),
+                         trickle_failures_total{op=reserve|settle,kind=outage|data},
+                         trickle_fallback_decisions_total{op},
+                         trickle_store_duration_seconds{op} (a histogram) and
+                         trickle_live_keys (in process, counted at each scrape).
   Connections (each D a whole number and a unit ms, s, m or h, as 500ms or 10s, from 1ms
   to 24h; --max-window up to 8784h):
   --header-timeout D     How long a client has to send a whole request head, from when
@@ -198,8 +210,20 @@ Serving (trickle serve):
                               # or classes 1xx to 5xx, as \"2xx:2 3xx:1 4xx:5 429:0
                               # 5xx:0\", or esi (that table), the default
     routes = [\"/fittings\"]    # each in one group only
+    shadow = false            # optional: true decides and counts every request but
+                              # refuses none, to try a new limit before enforcing it:
+                              # a request the limit would refuse runs the handler,
+                              # charged nothing, its answer marked X-Ratelimit-Shadow:
+                              # would-refuse;reason=limit;retry-after=N (no Retry-After)
+    free_runs = \"20/1m\"       # optional, none by default: at most 20 answers per
+                              # minute that cost nothing (under ESI's table a 5XX or a
+                              # 429) per client; once spent, every request of that
+                              # client gets 429 with Retry-After until one fades, as
+                              # which answer will be free is known only afterwards.
+                              # Kept in each server's memory, also with --redis.
   Any other key is an error. CORS allows GET and HEAD, the request header X-Client-Id,
-  and exposes X-Ratelimit-Limit, -Remaining, -Used, -Group and Retry-After to the page.
+  and exposes X-Ratelimit-Limit, -Remaining, -Used, -Group, -Shadow and Retry-After to
+  the page.
 
   $ trickle serve --config examples/serve.toml --listen 127.0.0.1:8080
   listening on http://127.0.0.1:8080
@@ -211,11 +235,12 @@ Exit codes:
   1  the input could not be read or is malformed: the message names the line and what
      was expected; the config file could not be read or is malformed (the message names
      the file, the line and what is allowed); the server could not start (the address is
-     taken, Redis is unreachable)
+     taken, the --metrics address is taken, Redis is unreachable)
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
      unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis,
      --on-failure, --fallback-share (or one that leaves a group no token),
-     --header-timeout, --idle-timeout, --max-connections, --drain-timeout or --max-window
+     --header-timeout, --idle-timeout, --max-connections, --drain-timeout, --max-window or
+     --metrics
 ";
 
 /// How wide the help's lines may be.

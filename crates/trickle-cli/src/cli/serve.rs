@@ -22,6 +22,7 @@ use crate::cli::args::ServeArgs;
 use crate::cli::serve_app::app;
 use crate::cli::serve_config::{self, Config, ConfigError, Problem};
 use crate::cli::serve_connections::{duration_text, Server};
+use crate::cli::serve_metrics::{Exporter, MetricsError};
 
 /// Every Redis key serve writes starts with this, then `:GROUP`: two servers on one Redis
 /// with the same config share their buckets, which is the point of `--redis`.
@@ -58,6 +59,8 @@ pub enum ServeError {
         address: SocketAddr,
         error: io::Error,
     },
+    /// `--metrics` cannot be served.
+    Metrics(MetricsError),
 }
 
 impl ServeError {
@@ -89,6 +92,7 @@ impl fmt::Display for ServeError {
             ServeError::Listen { address, error } => {
                 write!(f, "cannot listen on {address}: {error}")
             }
+            ServeError::Metrics(error) => error.fmt(f),
         }
     }
 }
@@ -113,10 +117,18 @@ pub fn serve(args: &ServeArgs) -> Result<(), ServeError> {
 }
 
 async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
+    // Before anything else: the recorder must be in before the first request.
+    let mut metrics = match args.metrics {
+        Some(address) => Some(Exporter::bind(address).await.map_err(ServeError::Metrics)?),
+        None => None,
+    };
     let (router, backend) = match &args.redis {
         None => {
             let backend = Arc::new(in_process(config));
             tokio::spawn(sweep(Arc::clone(&backend)));
+            if let Some(metrics) = &mut metrics {
+                metrics.count_live_keys(Arc::clone(&backend));
+            }
             let router = app(config, backend, args.on_failure);
             (router, "buckets in this process".to_string())
         }
@@ -135,6 +147,9 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
                     let backend =
                         Arc::new(redis.fallback(share).map_err(ServeError::FallbackShare)?);
                     tokio::spawn(sweep_fallback(Arc::clone(&backend)));
+                    if let Some(metrics) = &mut metrics {
+                        metrics.count_fallback(Arc::clone(&backend));
+                    }
                     // The fallback decides every outage; the layer's own rule is left for
                     // what an in-process limiter cannot have, and closed is the safe one.
                     let router = app(config, backend, OnFailure::Closed);
@@ -174,6 +189,8 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             algorithm = %group.algorithm,
             costs = %group.costs,
             routes = %group.routes.join(" "),
+            shadow = group.shadow,
+            free_runs = %group.free_runs.map_or("none".to_string(), |budget| budget.text()),
             "route group"
         );
     }
@@ -187,6 +204,9 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
     );
     let server = Server::start(listener, router, *connections);
     announce(address);
+    if let Some(metrics) = metrics {
+        metrics.spawn();
+    }
 
     let signal = signals.next().await;
     let drain = duration_text(connections.drain);

@@ -22,7 +22,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_layer::Layer;
 use trickle_tower::{
     Backend, OnFailure, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT,
-    X_RATELIMIT_REMAINING, X_RATELIMIT_USED,
+    X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW, X_RATELIMIT_USED,
 };
 
 use crate::cli::serve_config::{Config, CorsOrigins};
@@ -45,13 +45,14 @@ pub const MAX_HEADER_BYTES: usize = 8 * 1024;
 /// How long a browser may reuse a preflight's answer.
 const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(600);
 
-/// The headers a page on another origin may read: the layer's four and `Retry-After`.
+/// The headers a page on another origin may read: the layer's five and `Retry-After`.
 /// Everything else a browser lets a page read by default, or the demo does not send.
-const EXPOSED: [HeaderName; 5] = [
+const EXPOSED: [HeaderName; 6] = [
     X_RATELIMIT_LIMIT,
     X_RATELIMIT_REMAINING,
     X_RATELIMIT_USED,
     X_RATELIMIT_GROUP,
+    X_RATELIMIT_SHADOW,
     RETRY_AFTER,
 ];
 
@@ -67,7 +68,12 @@ pub fn app<B: Backend>(config: &Config, backend: Arc<B>, on_failure: OnFailure) 
             subject(&name, request)
         })
         .costs(group.costs.clone())
-        .on_failure(on_failure);
+        .on_failure(on_failure)
+        .shadow(group.shadow);
+        let layer = match group.free_runs {
+            Some(budget) => layer.free_runs(budget),
+            None => layer,
+        };
         for route in &group.routes {
             let (group, path) = (group.name.clone(), route.clone());
             let handler = move |request: Request| demo(group, path, request);

@@ -77,6 +77,11 @@ pub struct Group {
     pub routes: Vec<String>,
     /// Where `[[group]]` starts, for errors found later (a limit Redis cannot hold).
     pub line: usize,
+    /// Decide and count, but never refuse (`shadow = true`): the layer's shadow mode.
+    pub shadow: bool,
+    /// The budget of answers that cost nothing per client (`free_runs = "20/1m"`); none
+    /// unless given, which keeps the cost table as it is.
+    pub free_runs: Option<Limit>,
 }
 
 /// The file as written, before any value is checked. The spans give every error its line.
@@ -96,6 +101,8 @@ struct RawGroup {
     algorithm: Option<Spanned<String>>,
     costs: Option<Spanned<String>>,
     routes: Spanned<Vec<Spanned<String>>>,
+    shadow: Option<bool>,
+    free_runs: Option<Spanned<String>>,
 }
 
 /// A config file that cannot be served: the file, the line when one is to blame, and what
@@ -138,6 +145,10 @@ pub enum Problem {
     Costs {
         group: String,
         error: CostTableError,
+    },
+    FreeRuns {
+        group: String,
+        error: LimitError,
     },
     NoRoutes(String),
     Route {
@@ -224,6 +235,12 @@ impl fmt::Display for ConfigError {
             Problem::Costs { group, error } => {
                 write!(f, "group {group:?}: invalid costs: {error}")
             }
+            Problem::FreeRuns { group, error } => write!(
+                f,
+                "group {group:?}: invalid free_runs: {error}; give the budget of answers \
+                 that cost nothing per client as TOKENS/WINDOW, as in free_runs = \"20/1m\", \
+                 or leave it out for none"
+            ),
             Problem::NoRoutes(group) => write!(
                 f,
                 "group {group:?} has no routes; list at least one, as in routes = [\"/fittings\"]"
@@ -346,6 +363,8 @@ pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, Co
             algorithm,
             costs,
             routes,
+            shadow,
+            free_runs,
         } = raw_group.into_inner();
 
         if !is_group_name(name.get_ref()) {
@@ -393,6 +412,14 @@ pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, Co
             },
         };
 
+        let free_runs = match free_runs {
+            None => None,
+            Some(budget) => match budget.get_ref().parse::<Limit>() {
+                Ok(parsed) => Some(parsed),
+                Err(error) => return fail(budget.span(), Problem::FreeRuns { group, error }),
+            },
+        };
+
         if routes.get_ref().is_empty() {
             return fail(routes.span(), Problem::NoRoutes(group));
         }
@@ -430,6 +457,8 @@ pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, Co
             costs,
             routes: group_routes,
             line,
+            shadow: shadow.unwrap_or(false),
+            free_runs,
         });
     }
     Ok(Config {

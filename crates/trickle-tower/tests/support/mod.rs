@@ -106,6 +106,8 @@ pub struct Answer {
     pub used: Option<String>,
     pub group: Option<String>,
     pub retry_after: Option<String>,
+    /// `X-Ratelimit-Shadow`, which shadow mode sets on a request it would have refused.
+    pub shadow: Option<String>,
     pub body: String,
 }
 
@@ -139,12 +141,13 @@ impl Server {
                 .get(name)
                 .map(|value| value.to_str().expect("an ASCII header").to_string())
         };
-        let (limit, remaining, used, group, retry_after) = (
+        let (limit, remaining, used, group, retry_after, shadow) = (
             header("x-ratelimit-limit"),
             header("x-ratelimit-remaining"),
             header("x-ratelimit-used"),
             header("x-ratelimit-group"),
             header("retry-after"),
+            header("x-ratelimit-shadow"),
         );
         Answer {
             status: response.status().as_u16(),
@@ -153,6 +156,7 @@ impl Server {
             used,
             group,
             retry_after,
+            shadow,
             body: response.body_mut().read_to_string().expect("a text body"),
         }
     }

@@ -1,0 +1,304 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! `trickle serve --metrics`, against the real binary on free ports of 127.0.0.1:
+//! `/metrics` scraped during a run shows each counter moving by exactly what the requests
+//! did, a group in shadow mode admits everything and counts its would-be refusals, a group
+//! with a budget of free answers runs the handler exactly the budget's times, and an
+//! address that cannot be had, or a bad key, stops serve before it listens.
+
+mod binary;
+
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use binary::{client, trickle_within, ConfigFile, Http, Server};
+
+/// A 2XX costs 1 in `api` and `shadowed`, so that 10/1m admits exactly 10 requests;
+/// `budget` keeps ESI's table (5XX costs nothing) with a budget of 5 free answers a minute.
+const CONFIG: &str = r#"
+[[group]]
+name = "api"
+limit = "10/1m"
+costs = "2xx:1 4xx:5 429:0 5xx:0"
+routes = ["/api"]
+
+[[group]]
+name = "shadowed"
+limit = "10/1m"
+costs = "2xx:1 4xx:5 429:0 5xx:0"
+shadow = true
+routes = ["/shadowed"]
+
+[[group]]
+name = "budget"
+limit = "150/15m"
+free_runs = "5/1m"
+routes = ["/budget"]
+"#;
+
+/// The `/metrics` URL the server logs once it listens.
+fn metrics_url(server: &Server) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = server.stderr();
+        if let Some(url) = log
+            .lines()
+            .find_map(|line| line.split("metrics on ").nth(1))
+        {
+            return url.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no `metrics on URL` in the log: {log}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A sample: its name, its labels sorted by name, its value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// One scrape of Prometheus's text.
+struct Scrape(Vec<Sample>);
+
+impl Scrape {
+    fn of(http: &Http, url: &str) -> Scrape {
+        let reply = http.get(url, &[]);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert!(
+            reply
+                .header("content-type")
+                .is_some_and(|value| value.starts_with("text/plain; version=0.0.4")),
+            "{:?}",
+            reply.headers
+        );
+        let samples = reply
+            .body
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+            .map(|line| {
+                let (series, value) = line.rsplit_once(' ').expect("NAME{LABELS} VALUE");
+                let (name, labels) = series.split_once('{').unwrap_or((series, "}"));
+                let mut labels: Vec<_> = labels
+                    .trim_end_matches('}')
+                    .split(',')
+                    .filter(|pair| !pair.is_empty())
+                    .map(|pair| {
+                        let (key, value) = pair.split_once('=').expect("KEY=\"VALUE\"");
+                        (key.to_string(), value.trim_matches('"').to_string())
+                    })
+                    .collect();
+                labels.sort();
+                (name.to_string(), labels, value.parse().expect("a number"))
+            })
+            .collect();
+        Scrape(samples)
+    }
+
+    fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let mut wanted: Vec<_> = labels
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        wanted.sort();
+        self.0
+            .iter()
+            .find(|(seen, seen_labels, _)| seen == name && *seen_labels == wanted)
+            .map(|(_, _, value)| *value)
+    }
+
+    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        self.get(name, labels)
+            .unwrap_or_else(|| panic!("no series {name}{labels:?}"))
+    }
+
+    /// decisions, admitted, refused by the limit, refused by the budget, would-refuse by
+    /// the limit, would-refuse by the budget.
+    fn counts(&self, group: &str) -> [f64; 6] {
+        let by = |name, reason| self.value(name, &[("group", group), ("reason", reason)]);
+        [
+            self.value("trickle_decisions_total", &[("group", group)]),
+            self.value("trickle_admitted_total", &[("group", group)]),
+            by("trickle_refused_total", "limit"),
+            by("trickle_refused_total", "free_runs"),
+            by("trickle_would_refuse_total", "limit"),
+            by("trickle_would_refuse_total", "free_runs"),
+        ]
+    }
+
+    /// Reserves (or settles) of `group` timed in the store's duration histogram.
+    fn timed(&self, group: &str, op: &str) -> f64 {
+        self.value(
+            "trickle_store_duration_seconds_count",
+            &[("group", group), ("op", op)],
+        )
+    }
+
+    fn live_keys(&self, group: &str) -> f64 {
+        self.value("trickle_live_keys", &[("group", group)])
+    }
+}
+
+/// The whole run, scraped after each step: the counters of every group move by exactly
+/// what that step's requests did, and no other group's do.
+#[test]
+fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
+    let config = ConfigFile::new(CONFIG);
+    let server = Server::start(&config, &["--metrics", "127.0.0.1:0"]);
+    let metrics = metrics_url(&server);
+    assert!(metrics.starts_with("http://127.0.0.1:"), "{metrics}");
+    assert!(metrics.ends_with("/metrics"), "{metrics}");
+    let http = Http::new();
+    let url = |path: &str| format!("{}{path}", server.url);
+    let statuses = |path: &str, client_id: &str, times: usize| -> Vec<u16> {
+        (0..times)
+            .map(|_| http.get(&url(path), &client(client_id)).status)
+            .collect()
+    };
+
+    let before = Scrape::of(&http, &metrics);
+    assert_eq!(
+        before.get("trickle_decisions_total", &[("group", "api")]),
+        None
+    );
+    assert_eq!(before.live_keys("api"), 0.0);
+
+    // 15 requests on 10/1m: decided 15, admitted 10, refused 5.
+    let api = statuses("/api", "a", 15);
+    assert_eq!(api, [[200; 10].as_slice(), &[429; 5]].concat());
+    let seen = Scrape::of(&http, &metrics);
+    assert_eq!(seen.counts("api"), [15.0, 10.0, 5.0, 0.0, 0.0, 0.0]);
+    assert_eq!(
+        (seen.timed("api", "reserve"), seen.timed("api", "settle")),
+        (15.0, 10.0)
+    );
+    assert_eq!(seen.live_keys("api"), 1.0);
+    assert_eq!(
+        seen.get("trickle_decisions_total", &[("group", "shadowed")]),
+        None
+    );
+    for (op, kind) in [
+        ("reserve", "outage"),
+        ("settle", "outage"),
+        ("reserve", "data"),
+    ] {
+        let labels = [("group", "api"), ("op", op), ("kind", kind)];
+        assert_eq!(seen.value("trickle_failures_total", &labels), 0.0);
+    }
+    assert_eq!(statuses("/api", "b", 1), [200]);
+    assert_eq!(statuses("/api", "c", 1), [200]);
+    let seen = Scrape::of(&http, &metrics);
+    assert_eq!(seen.counts("api"), [17.0, 12.0, 5.0, 0.0, 0.0, 0.0]);
+    assert_eq!(seen.live_keys("api"), 3.0);
+
+    // The same 15 in shadow mode: every one answered by the handler, the last 5 marked,
+    // and counted as would-be refusals, not refusals.
+    let mut marked = 0;
+    for i in 0..15 {
+        let reply = http.get(&url("/shadowed"), &client("a"));
+        assert_eq!(reply.status, 200, "request {i}");
+        if let Some(shadow) = reply.header("x-ratelimit-shadow") {
+            assert!(i >= 10, "request {i} marked: {shadow}");
+            assert!(
+                shadow.starts_with("would-refuse;reason=limit;retry-after="),
+                "{shadow}"
+            );
+            assert_eq!(reply.header("retry-after"), None);
+            assert_eq!(reply.header("x-ratelimit-remaining"), Some("0"));
+            marked += 1;
+        }
+    }
+    assert_eq!(marked, 5);
+    let seen = Scrape::of(&http, &metrics);
+    assert_eq!(seen.counts("shadowed"), [15.0, 10.0, 0.0, 0.0, 5.0, 0.0]);
+    assert_eq!(seen.counts("api"), [17.0, 12.0, 5.0, 0.0, 0.0, 0.0]);
+
+    // 40 requests answered 500 under ESI's table with a budget of 5/1m: the handler (whose
+    // answer is the 500) runs exactly 5 times; the 35 refusals never ask the store.
+    let budget = statuses("/budget?status=500", "a", 40);
+    assert_eq!(budget, [[500; 5].as_slice(), &[429; 35]].concat());
+    let seen = Scrape::of(&http, &metrics);
+    assert_eq!(seen.counts("budget"), [40.0, 5.0, 0.0, 35.0, 0.0, 0.0]);
+    assert_eq!(seen.timed("budget", "reserve"), 5.0);
+
+    // /metrics is not a route of the API, and the metrics address serves nothing else.
+    assert_eq!(http.get(&url("/metrics"), &client("a")).status, 404);
+    let elsewhere = metrics.replace("/metrics", "/api");
+    assert_eq!(http.get(&elsewhere, &[]).status, 404);
+    let seen = Scrape::of(&http, &metrics);
+    assert_eq!(seen.counts("api"), [17.0, 12.0, 5.0, 0.0, 0.0, 0.0]);
+}
+
+/// An address already taken stops serve at startup, exit code 1, before it announces
+/// anything, with a message naming `--metrics`, the address and what to give instead.
+#[test]
+fn a_metrics_address_that_cannot_be_had_stops_serve_at_startup() {
+    let config = ConfigFile::new(CONFIG);
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind a port on 127.0.0.1");
+    let address = taken.local_addr().unwrap().to_string();
+    let run = trickle_within(
+        &[
+            "serve",
+            "--config",
+            config.arg(),
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            &address,
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "", "nothing announced");
+    assert!(
+        run.stderr
+            .contains(&format!("cannot serve --metrics on {address}: "))
+            && run.stderr.contains("as in --metrics 127.0.0.1:9090"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A malformed `--metrics` is a usage error (exit code 2); a bad `shadow` or `free_runs`
+/// in a group stops serve with the file, the line and what is allowed (exit code 1).
+#[test]
+fn bad_metrics_addresses_and_group_keys_say_what_is_allowed() {
+    let config = ConfigFile::new(CONFIG);
+    let run = trickle_within(
+        &[
+            "serve",
+            "--config",
+            config.arg(),
+            "--metrics",
+            "localhost:9090",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("invalid --metrics \"localhost:9090\"")
+            && run.stderr.contains("127.0.0.1:9090"),
+        "{}",
+        run.stderr
+    );
+
+    #[rustfmt::skip]
+    let cases: [(&str, &[&str]); 3] = [
+        ("free_runs = \"0/1m\"", &["line 5", "group \"g\": invalid free_runs", "free_runs = \"20/1m\""]),
+        ("free_runs = \"lots\"", &["line 5", "invalid free_runs"]),
+        ("shadow = \"yes\"", &["line 5", "boolean"]),
+    ];
+    for (line, expected) in cases {
+        let text =
+            format!("[[group]]\nname = \"g\"\nlimit = \"6/8s\"\nroutes = [\"/g\"]\n{line}\n");
+        let config = ConfigFile::new(&text);
+        let run = trickle_within(
+            &["serve", "--config", config.arg(), "--listen", "127.0.0.1:0"],
+            Duration::from_secs(20),
+        );
+        assert_eq!(run.code, 1, "{line}: {}", run.stderr);
+        for fragment in expected {
+            assert!(run.stderr.contains(fragment), "{line}: {}", run.stderr);
+        }
+    }
+}
