@@ -6,12 +6,15 @@
 //! address that cannot be had, or a bad key, stops serve before it listens.
 
 mod binary;
+#[path = "../../trickle-redis/tests/common/mod.rs"]
+mod common;
 
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use binary::{client, trickle_within, ConfigFile, Http, Server};
+use common::RedisServer;
 
 /// A 2XX costs 1 in `api` and `shadowed`, so that 10/1m admits exactly 10 requests;
 /// `budget` keeps ESI's table (5XX costs nothing) with a budget of 5 free answers a minute.
@@ -301,4 +304,61 @@ fn bad_metrics_addresses_and_group_keys_say_what_is_allowed() {
             assert!(run.stderr.contains(fragment), "{line}: {}", run.stderr);
         }
     }
+}
+
+/// `--on-failure fallback` with Redis stopped: the fallback decides behind the layer's
+/// back, and each scrape reads its own counts: 20 requests on one key (its half of 10
+/// admits 5, each settled there too) are 25 fallback decisions; Redis was met down 3
+/// times, and then the breaker opened (once) and stayed open, asking it no more.
+#[test]
+fn the_fallbacks_decisions_and_breaker_are_scraped() {
+    let mut redis = RedisServer::start();
+    let config = ConfigFile::new(
+        "\n[[group]]\nname = \"api\"\nlimit = \"10/1h\"\ncosts = \"2xx:1\"\nroutes = [\"/api\"]\n",
+    );
+    let url = format!("redis+unix://{}", redis.socket().display());
+    let server = Server::start(
+        &config,
+        &[
+            "--redis",
+            &url,
+            "--on-failure",
+            "fallback",
+            "--fallback-share",
+            "1/2",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+    );
+    let (http, metrics) = (Http::new(), metrics_url(&server));
+    let route = format!("{}/api", server.url);
+    assert_eq!(http.get(&route, &client("before")).status, 200);
+    let before = Scrape::of(&http, &metrics);
+    let fallback = [("group", "api")];
+    assert_eq!(
+        before.value("trickle_fallback_decisions_total", &fallback),
+        0.0
+    );
+    assert_eq!(before.value("trickle_breaker_state", &[]), 0.0);
+
+    redis.stop();
+    let statuses: Vec<u16> = (0..20)
+        .map(|_| http.get(&route, &client("during")).status)
+        .collect();
+    assert_eq!(statuses.iter().filter(|&&status| status == 200).count(), 5);
+    let after = Scrape::of(&http, &metrics);
+    assert_eq!(
+        after.value("trickle_fallback_decisions_total", &fallback),
+        25.0
+    );
+    assert_eq!(
+        after.value("trickle_fallback_outages_total", &fallback),
+        3.0
+    );
+    assert_eq!(after.value("trickle_unknown_settles_total", &fallback), 0.0);
+    assert_eq!(after.value("trickle_breaker_opened_total", &[]), 1.0);
+    assert_eq!(after.value("trickle_breaker_state", &[]), 2.0);
+    // The layer saw every one decided, by the fallback.
+    assert_eq!(after.value("trickle_decisions_total", &fallback), 21.0);
+    assert_eq!(after.value("trickle_admitted_total", &fallback), 6.0);
 }
