@@ -94,6 +94,24 @@ pub(crate) fn mark_would_refuse<B>(
     }
 }
 
+/// 503 for a new key the store has no room for: `Retry-After` when it may have some.
+pub(crate) fn too_many_keys<B>(
+    limit: Limit,
+    group: &str,
+    retry_after_ms: u64,
+) -> Response<Body<B>> {
+    let seconds = retry_after_ms.div_ceil(1000).max(1);
+    let message = format!(
+        "the rate limiter of group {group} holds as many clients as it may; retry after {seconds} s"
+    );
+    let mut response = json_error(StatusCode::SERVICE_UNAVAILABLE, &message);
+    set_headers(&mut response, None, limit, group);
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
 /// 503 while the store is away and the layer fails closed.
 pub(crate) fn unavailable<B>(limit: Limit, group: &str) -> Response<Body<B>> {
     let mut response = json_error(

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{ready, Future};
+use std::num::NonZeroUsize;
 
 use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
-use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op};
+use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, TooManyKeys};
 
 use crate::failure::Failure;
 
@@ -72,6 +73,8 @@ impl std::error::Error for UnknownGroup {}
 #[derive(Debug, Default)]
 pub struct InProcess {
     groups: HashMap<String, Keyed>,
+    /// The cap on each group's keys, when there is one.
+    max_keys: Option<NonZeroUsize>,
 }
 
 /// One group's buckets, under the algorithm it was added with.
@@ -81,6 +84,18 @@ enum Keyed {
     SlidingLog(ConcurrentKeyedLimiter<String, SlidingLogState>),
     Fixed(ConcurrentKeyedLimiter<String, FixedState>),
     TokenBucket(ConcurrentKeyedLimiter<String, TokenBucketState>),
+}
+
+impl Keyed {
+    /// The same group, capped at about `max_keys` keys.
+    fn capped(self, max_keys: NonZeroUsize) -> Keyed {
+        match self {
+            Keyed::Floating(limiter) => Keyed::Floating(limiter.with_max_keys(max_keys)),
+            Keyed::SlidingLog(limiter) => Keyed::SlidingLog(limiter.with_max_keys(max_keys)),
+            Keyed::Fixed(limiter) => Keyed::Fixed(limiter.with_max_keys(max_keys)),
+            Keyed::TokenBucket(limiter) => Keyed::TokenBucket(limiter.with_max_keys(max_keys)),
+        }
+    }
 }
 
 /// `$body` with `$limiter` bound to whichever limiter `$keyed` holds.
@@ -114,7 +129,28 @@ impl InProcess {
             Algorithm::Fixed => Keyed::Fixed(ConcurrentKeyedLimiter::new(limit)),
             Algorithm::TokenBucket => Keyed::TokenBucket(ConcurrentKeyedLimiter::new(limit)),
         };
+        let keyed = match self.max_keys {
+            Some(max_keys) => keyed.capped(max_keys),
+            None => keyed,
+        };
         self.groups.insert(name.into(), keyed);
+        self
+    }
+
+    /// Caps every group, those added before and after, at about `max_keys` keys
+    /// ([`ConcurrentKeyedLimiter::with_max_keys`]): what bounds this backend's memory
+    /// however many clients come. Past it, a request of a new key is refused with
+    /// [`InProcessError::TooManyKeys`], which the layer answers 503 with `Retry-After`
+    /// whatever its failure rule (failing open would let every new key through uncharged
+    /// while the table is full, which is what a flood of new keys aims at). No bucket that
+    /// still counts is ever evicted: that would forget its charges.
+    pub fn with_max_keys(mut self, max_keys: NonZeroUsize) -> InProcess {
+        self.max_keys = Some(max_keys);
+        self.groups = self
+            .groups
+            .into_iter()
+            .map(|(name, keyed)| (name, keyed.capped(max_keys)))
+            .collect();
         self
     }
 
@@ -152,27 +188,64 @@ impl InProcess {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> Result<Decision, UnknownGroup> {
-        let keyed = self.groups.get(group).ok_or_else(|| UnknownGroup {
-            group: group.to_string(),
+    ) -> Result<Decision, InProcessError> {
+        let keyed = self.groups.get(group).ok_or_else(|| {
+            InProcessError::UnknownGroup(UnknownGroup {
+                group: group.to_string(),
+            })
         })?;
         // Borrowed: the key is copied only when its bucket is new.
-        Ok(with_limiter!(keyed, limiter => limiter.decide(key, op, now_ms, cost)))
+        with_limiter!(keyed, limiter => limiter.try_decide(key, op, now_ms, cost))
+            .map_err(InProcessError::TooManyKeys)
+    }
+}
+
+/// Why the in-process backend gave no decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InProcessError {
+    /// No group of that name was added: the configuration's fault.
+    UnknownGroup(UnknownGroup),
+    /// The group holds as many keys as [`InProcess::with_max_keys`] lets it, all still
+    /// counting, and turns a new key away until some go idle.
+    TooManyKeys(TooManyKeys),
+}
+
+impl fmt::Display for InProcessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InProcessError::UnknownGroup(error) => error.fmt(f),
+            InProcessError::TooManyKeys(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for InProcessError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InProcessError::UnknownGroup(error) => Some(error),
+            InProcessError::TooManyKeys(error) => Some(error),
+        }
     }
 }
 
 impl Backend for InProcess {
-    type Error = UnknownGroup;
+    type Error = InProcessError;
 
     fn limit(&self, group: &str) -> Option<Limit> {
         let keyed = self.groups.get(group)?;
         Some(with_limiter!(keyed, limiter => limiter.limit()))
     }
 
-    /// A missing group is the configuration's fault, not an outage: the only error here.
-    fn failure(_: &UnknownGroup) -> Failure {
-        Failure::Data {
-            problem: "this route's rate limit is not configured",
+    /// A missing group is the configuration's fault, not an outage; a full table is no
+    /// outage either, and not a fault: it is over when buckets go idle.
+    fn failure(error: &InProcessError) -> Failure {
+        match error {
+            InProcessError::UnknownGroup(_) => Failure::Data {
+                problem: "this route's rate limit is not configured",
+            },
+            InProcessError::TooManyKeys(full) => Failure::Full {
+                retry_after_ms: full.retry_after_ms,
+            },
         }
     }
 
@@ -183,7 +256,7 @@ impl Backend for InProcess {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, UnknownGroup>> + Send {
+    ) -> impl Future<Output = Result<Decision, InProcessError>> + Send {
         ready(self.decide_now(group, key, op, now_ms, cost))
     }
 }

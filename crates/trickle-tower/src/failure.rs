@@ -22,4 +22,13 @@ pub enum Failure {
         /// The problem in a few words a client may read: no key, address or script text.
         problem: &'static str,
     },
+    /// The store holds as many keys as it may, all of them still counting, and turns a new
+    /// key away until some go idle ([`InProcess::with_max_keys`](crate::InProcess::with_max_keys)).
+    /// The layer answers 503 with `Retry-After` (whole seconds, rounded up), whatever the
+    /// rule: failing open would let every new key through uncharged while the table is full,
+    /// which is what a flood of new keys aims at.
+    Full {
+        /// How long until the store may have room, from the request's time.
+        retry_after_ms: u64,
+    },
 }

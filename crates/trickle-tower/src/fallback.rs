@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use trickle::{Decision, Limit, Op};
 
-use crate::backend::{Backend, InProcess, UnknownGroup};
+use crate::backend::{Backend, InProcess, InProcessError};
 use crate::breaker::{Breaker, BreakerState, Route, Transition};
 use crate::breaker::{BREAKER_COOL_DOWN, BREAKER_FAILURES};
 use crate::failure::Failure;
@@ -209,7 +209,7 @@ impl<B: Backend> Fallback<B> {
         let decision = self
             .secondary
             .decide_now(group, key, op, now_ms, cost)
-            .map_err(FallbackError::UnknownGroup)?;
+            .map_err(FallbackError::Fallback)?;
         if let Some(state) = self.groups.get(group) {
             state.fallback_decisions.fetch_add(1, Ordering::Relaxed);
             if let Op::Reserve { ticket } = op {
@@ -247,7 +247,7 @@ impl<B: Backend> Fallback<B> {
                 Ok(decision)
             }
             Err(error) => match B::failure(&error) {
-                Failure::Data { .. } => {
+                Failure::Data { .. } | Failure::Full { .. } => {
                     self.breaker.answered(Route::Primary);
                     Err(FallbackError::Store(error))
                 }
@@ -327,7 +327,7 @@ impl<B: Backend> Backend for Fallback<B> {
         match error {
             FallbackError::Store(error) => B::failure(error),
             FallbackError::SettleUnknown(_) | FallbackError::SettleNotSent => Failure::Outage,
-            FallbackError::UnknownGroup(error) => InProcess::failure(error),
+            FallbackError::Fallback(error) => InProcess::failure(error),
         }
     }
 
@@ -360,7 +360,7 @@ impl<B: Backend> Backend for Fallback<B> {
             }
             Err(error) => error,
         };
-        if let Failure::Data { .. } = B::failure(&error) {
+        if let Failure::Data { .. } | Failure::Full { .. } = B::failure(&error) {
             self.log(sent.answered());
             return Err(FallbackError::Store(error));
         }
@@ -401,8 +401,9 @@ pub enum FallbackError<E> {
     /// not applied anywhere, so the store keeps the reserve charged. Not applied to the
     /// fallback either, which never held the reserve.
     SettleNotSent,
-    /// The fallback has no such group.
-    UnknownGroup(UnknownGroup),
+    /// The fallback limiter could not decide: it has no such group, or it holds as many
+    /// keys as it may.
+    Fallback(InProcessError),
 }
 
 impl<E: fmt::Display> fmt::Display for FallbackError<E> {
@@ -419,7 +420,7 @@ impl<E: fmt::Display> fmt::Display for FallbackError<E> {
                  the reserve charged; not applied to the fallback limiter, which never \
                  held it",
             ),
-            FallbackError::UnknownGroup(error) => write!(f, "fallback limiter: {error}"),
+            FallbackError::Fallback(error) => write!(f, "fallback limiter: {error}"),
         }
     }
 }
@@ -428,7 +429,7 @@ impl<E: std::error::Error + 'static> std::error::Error for FallbackError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             FallbackError::Store(error) | FallbackError::SettleUnknown(error) => Some(error),
-            FallbackError::UnknownGroup(error) => Some(error),
+            FallbackError::Fallback(error) => Some(error),
             FallbackError::SettleNotSent => None,
         }
     }

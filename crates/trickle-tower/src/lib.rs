@@ -65,7 +65,7 @@ pub use answers::{
     Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW,
     X_RATELIMIT_USED,
 };
-pub use backend::{Backend, InProcess, UnknownGroup};
+pub use backend::{Backend, InProcess, InProcessError, UnknownGroup};
 pub use breaker::{BreakerState, BREAKER_COOL_DOWN, BREAKER_FAILURES};
 pub use clock::system_ms;
 pub use failure::Failure;

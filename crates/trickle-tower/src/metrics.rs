@@ -243,13 +243,13 @@ struct GroupMetrics {
     refused: [Counter; 2],
     would_refuse: [Counter; 2],
     /// By [`StoreOp`], then [`FailureKind`].
-    failures: [[Counter; 2]; 2],
+    failures: [[Counter; 3]; 2],
     store_duration: [Histogram; 2],
 }
 
 const REASONS: [Reason; 2] = [Reason::Limit, Reason::FreeRuns];
 const OPS: [StoreOp; 2] = [StoreOp::Reserve, StoreOp::Settle];
-const KINDS: [FailureKind; 2] = [FailureKind::Outage, FailureKind::Data];
+const KINDS: [FailureKind; 3] = [FailureKind::Outage, FailureKind::Data, FailureKind::Full];
 
 fn reason_index(reason: Reason) -> usize {
     match reason {
@@ -269,6 +269,7 @@ fn kind_index(kind: FailureKind) -> usize {
     match kind {
         FailureKind::Outage => 0,
         FailureKind::Data => 1,
+        FailureKind::Full => 2,
     }
 }
 

@@ -54,6 +54,8 @@ pub(crate) enum FailureKind {
     Outage,
     /// The store answered with an error about the data (a key of the wrong type).
     Data,
+    /// The store holds as many keys as it may and turned a new one away.
+    Full,
 }
 
 impl FailureKind {
@@ -62,6 +64,7 @@ impl FailureKind {
         match failure {
             crate::Failure::Outage => FailureKind::Outage,
             crate::Failure::Data { .. } => FailureKind::Data,
+            crate::Failure::Full { .. } => FailureKind::Full,
         }
     }
 
@@ -71,6 +74,7 @@ impl FailureKind {
         match self {
             FailureKind::Outage => "outage",
             FailureKind::Data => "data",
+            FailureKind::Full => "full",
         }
     }
 }

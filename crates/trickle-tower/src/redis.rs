@@ -93,7 +93,16 @@ impl Redis {
     /// # }
     /// ```
     pub fn fallback(self, share: Share) -> Result<Fallback<Redis>, ShareError> {
-        let mut secondary = InProcess::new();
+        self.fallback_in(share, InProcess::new())
+    }
+
+    /// [`fallback`](Redis::fallback) onto `secondary`, to which each group is added: for a
+    /// fallback whose keys are capped ([`InProcess::with_max_keys`]).
+    pub fn fallback_in(
+        self,
+        share: Share,
+        mut secondary: InProcess,
+    ) -> Result<Fallback<Redis>, ShareError> {
         for (name, limiter) in &self.groups {
             let limit = limiter.limit();
             let part = share.of(limit).ok_or_else(|| ShareError::NoTokens {
@@ -147,7 +156,9 @@ impl Backend for Redis {
     /// [`RedisError::problem`], otherwise.
     fn failure(error: &RedisBackendError) -> Failure {
         match error {
-            RedisBackendError::UnknownGroup(error) => InProcess::failure(error),
+            RedisBackendError::UnknownGroup(_) => Failure::Data {
+                problem: "this route's rate limit is not configured",
+            },
             RedisBackendError::Redis(error) if error.is_outage() => Failure::Outage,
             RedisBackendError::Redis(error) => Failure::Data {
                 problem: error.problem(),

@@ -17,8 +17,8 @@ use trickle::flow::Answer;
 use trickle::{Admission, Decision, Limit, Op, Reservation};
 
 use crate::answers::{
-    free_runs_spent, json_error, mark_would_refuse, set_headers, too_many_requests, unavailable,
-    Body,
+    free_runs_spent, json_error, mark_would_refuse, set_headers, too_many_keys, too_many_requests,
+    unavailable, Body,
 };
 use crate::backend::Backend;
 use crate::failure::Failure;
@@ -180,6 +180,16 @@ where
                 set_headers(&mut response, None, limit, group);
                 return Ok(response);
             }
+            if let (Failure::Full { retry_after_ms }, false) = (failure, config.shadow) {
+                // Not an outage either: failing open here would let every new key through
+                // uncharged while the table is full, which is what a flood of keys aims at.
+                settle_run(free_run, &subject, (config.clock)(), false);
+                tracing::warn!(
+                    group = %group, %error,
+                    "rate limiter holds as many keys as it may: a new key is answered 503"
+                );
+                return Ok(too_many_keys(limit, group, retry_after_ms));
+            }
             // Shadow mode refuses nothing, a 503 of a store that is away included: it fails
             // open whatever the rule says.
             let on_failure = if config.shadow {
@@ -248,6 +258,12 @@ where
                     "rate limiter could not settle the request; unless the error says it was \
                      not sent, its outcome is unknown: the bucket holds its reserve, or its \
                      cost if the settle ran"
+                ),
+                // A settle always lands in process, so this is a store of someone else's.
+                Failure::Full { .. } => tracing::warn!(
+                    group = %group, key = %key, status = answer.status(), reserved, cost, %error,
+                    "rate limiter could not settle the request, being full: the bucket holds \
+                     its reserve"
                 ),
                 Failure::Data { problem } => tracing::error!(
                     group = %group, key = %key, status = answer.status(), reserved, cost, %error,

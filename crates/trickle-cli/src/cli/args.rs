@@ -2,7 +2,7 @@
 //! [--compare NAME | --redis URL] [FILE]` and `trickle serve --config FILE [--listen ADDR]
 //! [--redis URL] [--on-failure open|closed|fallback] [--fallback-share SHARE]
 //! [--header-timeout D] [--idle-timeout D] [--max-connections N] [--drain-timeout D]
-//! [--max-window D] [--metrics ADDR]`, read with lexopt.
+//! [--max-window D] [--max-keys N] [--metrics ADDR]`, read with lexopt.
 //!
 //! The values of the flags are checked only once the whole line is read, so
 //! `trickle replay --limit 6/8x --help` shows the help rather than the mistake.
@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,6 +22,13 @@ use crate::cli::serve_config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
 use crate::cli::serve_connections::{
     duration_text, parse_duration, Connections, MAX_MAX_CONNECTIONS, MAX_TIMEOUT,
 };
+
+/// How many clients each group keeps a bucket for unless `--max-keys` says otherwise: a
+/// few megabytes a group (about 100 bytes a key of serve's 64-character ids).
+pub const DEFAULT_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
+
+/// The largest `--max-keys`.
+pub const MAX_MAX_KEYS: NonZeroUsize = NonZeroUsize::new(100_000_000).unwrap();
 
 /// Where `trickle serve` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -65,6 +73,8 @@ pub struct ServeArgs {
     /// of each group's limit (`--fallback-share`). `on_failure` is then what the layer does
     /// should the fallback fail too, which an in-process limiter cannot: closed.
     pub fallback: Option<Share>,
+    /// The most clients each group keeps a bucket for in this process (`--max-keys`).
+    pub max_keys: NonZeroUsize,
     /// Serve the layer's counters for Prometheus at `/metrics` on this address
     /// (`--metrics ADDRESS`); none unless given.
     pub metrics: Option<SocketAddr>,
@@ -120,6 +130,8 @@ pub enum UsageError {
     },
     /// `--max-connections` is not a whole number from 1 to [`MAX_MAX_CONNECTIONS`].
     MaxConnections(String),
+    /// `--max-keys` is not a whole number from 1 to [`MAX_MAX_KEYS`].
+    MaxKeys(String),
 }
 
 impl fmt::Display for UsageError {
@@ -205,6 +217,11 @@ impl fmt::Display for UsageError {
                 "invalid --max-connections {text:?}: expected a whole number from 1 to \
                  {MAX_MAX_CONNECTIONS}, as in 512"
             ),
+            UsageError::MaxKeys(text) => write!(
+                f,
+                "invalid --max-keys {text:?}: expected a whole number from 1 to \
+                 {MAX_MAX_KEYS}, as in {DEFAULT_MAX_KEYS}"
+            ),
         }
     }
 }
@@ -286,6 +303,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut header_timeout: Option<String> = None;
     let mut idle_timeout: Option<String> = None;
     let mut max_connections: Option<String> = None;
+    let mut max_keys: Option<String> = None;
     let mut drain_timeout: Option<String> = None;
     let mut max_window: Option<String> = None;
     let mut fallback_share: Option<String> = None;
@@ -314,6 +332,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
                 "--idle-timeout",
                 parser.value()?.string()?,
             )?,
+            Long("max-keys") => set_once(&mut max_keys, "--max-keys", parser.value()?.string()?)?,
             Long("max-connections") => set_once(
                 &mut max_connections,
                 "--max-connections",
@@ -394,6 +413,14 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let metrics = metrics
         .map(|text| text.parse().map_err(|_| UsageError::Metrics(text)))
         .transpose()?;
+    let max_keys = match max_keys {
+        None => DEFAULT_MAX_KEYS,
+        Some(text) => text
+            .parse::<NonZeroUsize>()
+            .ok()
+            .filter(|max| max.get() <= MAX_MAX_KEYS.get() && !text.starts_with('+'))
+            .ok_or(UsageError::MaxKeys(text))?,
+    };
     Ok(Command::Serve(ServeArgs {
         config,
         listen,
@@ -402,6 +429,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         connections,
         max_window,
         fallback,
+        max_keys,
         metrics,
     }))
 }

@@ -17,7 +17,8 @@ Usage:
   trickle serve --config FILE [--listen ADDRESS] [--redis URL]
                 [--on-failure open|closed|fallback] [--fallback-share SHARE]
                 [--header-timeout D] [--idle-timeout D] [--max-connections N]
-                [--drain-timeout D] [--max-window D] [--metrics ADDRESS]
+                [--drain-timeout D] [--max-window D] [--max-keys N]
+                [--metrics ADDRESS]
   trickle --help | --version
 
 Options:
@@ -183,6 +184,11 @@ Serving (trickle serve):
                          unless given. A client's bucket is kept until two windows pass
                          without its requests, so this bounds how long a client that
                          never returns costs memory; a longer window is a config error.
+  --max-keys N           How many clients each group keeps a bucket for in this process,
+                         1 to 100000000; 100000 unless given (a few MB a group). Past it,
+                         a new client's request gets 503 with Retry-After until buckets
+                         go idle (none that still counts is ever dropped: that would
+                         forget its charges); known clients are decided as ever.
 
   Requests:
     X-Client-Id: ID     Required: the client's bucket within the route's group, 1 to 64
@@ -239,8 +245,8 @@ Exit codes:
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
      unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis,
      --on-failure, --fallback-share (or one that leaves a group no token),
-     --header-timeout, --idle-timeout, --max-connections, --drain-timeout, --max-window or
-     --metrics
+     --header-timeout, --idle-timeout, --max-connections, --drain-timeout, --max-window,
+     --max-keys or --metrics
 ";
 
 /// How wide the help's lines may be.

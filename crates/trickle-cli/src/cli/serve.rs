@@ -124,7 +124,7 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
     };
     let (router, backend) = match &args.redis {
         None => {
-            let backend = Arc::new(in_process(config));
+            let backend = Arc::new(in_process(config).with_max_keys(args.max_keys));
             tokio::spawn(sweep(Arc::clone(&backend)));
             if let Some(metrics) = &mut metrics {
                 metrics.count_live_keys(Arc::clone(&backend));
@@ -144,8 +144,11 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
                     (router, on_failure)
                 }
                 Some(share) => {
-                    let backend =
-                        Arc::new(redis.fallback(share).map_err(ServeError::FallbackShare)?);
+                    let backend = Arc::new(
+                        redis
+                            .fallback_in(share, InProcess::new().with_max_keys(args.max_keys))
+                            .map_err(ServeError::FallbackShare)?,
+                    );
                     tokio::spawn(sweep_fallback(Arc::clone(&backend)));
                     if let Some(metrics) = &mut metrics {
                         metrics.count_fallback(Arc::clone(&backend));
