@@ -340,7 +340,7 @@ impl Backend for Failing {
         async move {
             let decision = decided
                 .await
-                .map_err(|_: trickle_tower::UnknownGroup| Away)?;
+                .map_err(|_: trickle_tower::InProcessError| Away)?;
             if fails {
                 return Err(Away);
             }
