@@ -27,7 +27,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 use trickle::{Algorithm, CostTable, Decision, Limit, Op};
 use trickle_tower::{
-    Backend, InProcess, RateLimit, RateLimitLayer, Rejection, Subject, UnknownGroup,
+    Backend, InProcess, InProcessError, RateLimit, RateLimitLayer, Rejection, Subject, UnknownGroup,
 };
 
 const CLIENTS: usize = 200;
@@ -290,7 +290,7 @@ fn a_failing_handler_is_settled_as_a_500() {
 struct SettlesFail(Arc<InProcess>);
 
 impl Backend for SettlesFail {
-    type Error = UnknownGroup;
+    type Error = InProcessError;
 
     fn limit(&self, group: &str) -> Option<Limit> {
         self.0.limit(group)
@@ -303,11 +303,12 @@ impl Backend for SettlesFail {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, UnknownGroup>> + Send {
+    ) -> impl Future<Output = Result<Decision, InProcessError>> + Send {
+        // Any error will do: the trait's default calls every error an outage.
         let decided = match op {
-            Op::Settle { .. } => Err(UnknownGroup {
+            Op::Settle { .. } => Err(InProcessError::UnknownGroup(UnknownGroup {
                 group: "a store that settles nothing".to_string(),
-            }),
+            })),
             op => Ok(self.0.decide(group, key, op, now_ms, cost)),
         };
         async move {
