@@ -306,7 +306,8 @@ fn bad_metrics_addresses_and_group_keys_say_what_is_allowed() {
     }
 }
 
-/// `--on-failure fallback` with Redis stopped: the fallback decides behind the layer's
+/// A key of the wrong type counts as a data error; then `--on-failure fallback` with Redis
+/// stopped: the fallback decides behind the layer's
 /// back, and each scrape reads its own counts: 20 requests on one key (its half of 10
 /// admits 5, each settled there too) are 25 fallback decisions; Redis was met down 3
 /// times, and then the breaker opened (once) and stayed open, asking it no more.
@@ -333,8 +334,26 @@ fn the_fallbacks_decisions_and_breaker_are_scraped() {
     let (http, metrics) = (Http::new(), metrics_url(&server));
     let route = format!("{}/api", server.url);
     assert_eq!(http.get(&route, &client("before")).status, 200);
+    // A bucket another program overwrote: a data error, counted as one, not an outage.
+    let mut conn = redis.connect();
+    redis::cmd("SET")
+        .arg("{trickle-serve:api:broken}:floating")
+        .arg("not a bucket")
+        .query::<()>(&mut conn)
+        .expect("SET");
+    assert_eq!(http.get(&route, &client("broken")).status, 500);
     let before = Scrape::of(&http, &metrics);
     let fallback = [("group", "api")];
+    let failures = |scrape: &Scrape, kind| {
+        scrape.value(
+            "trickle_failures_total",
+            &[("group", "api"), ("op", "reserve"), ("kind", kind)],
+        )
+    };
+    assert_eq!(
+        (failures(&before, "data"), failures(&before, "outage")),
+        (1.0, 0.0)
+    );
     assert_eq!(
         before.value("trickle_fallback_decisions_total", &fallback),
         0.0
@@ -358,7 +377,8 @@ fn the_fallbacks_decisions_and_breaker_are_scraped() {
     assert_eq!(after.value("trickle_unknown_settles_total", &fallback), 0.0);
     assert_eq!(after.value("trickle_breaker_opened_total", &[]), 1.0);
     assert_eq!(after.value("trickle_breaker_state", &[]), 2.0);
-    // The layer saw every one decided, by the fallback.
-    assert_eq!(after.value("trickle_decisions_total", &fallback), 21.0);
+    // The layer saw every one decided, by the fallback: no outage reached it.
+    assert_eq!(after.value("trickle_decisions_total", &fallback), 22.0);
     assert_eq!(after.value("trickle_admitted_total", &fallback), 6.0);
+    assert_eq!(failures(&after, "outage"), 0.0);
 }
