@@ -8,6 +8,8 @@
 mod binary;
 #[path = "../../trickle-redis/tests/common/mod.rs"]
 mod common;
+#[path = "../../trickle-tower/tests/scrape/mod.rs"]
+mod scrape;
 
 use std::net::TcpListener;
 use std::thread;
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use binary::{client, trickle_within, ConfigFile, Http, Server};
 use common::RedisServer;
+use scrape::Scrape;
 
 /// A 2XX costs 1 in `api` and `shadowed`, so that 10/1m admits exactly 10 requests;
 /// `budget` keeps ESI's table (5XX costs nothing) with a budget of 5 free answers a minute.
@@ -58,88 +61,18 @@ fn metrics_url(server: &Server) -> String {
     }
 }
 
-/// A sample: its name, its labels sorted by name, its value.
-type Sample = (String, Vec<(String, String)>, f64);
-
-/// One scrape of Prometheus's text.
-struct Scrape(Vec<Sample>);
-
-impl Scrape {
-    fn of(http: &Http, url: &str) -> Scrape {
-        let reply = http.get(url, &[]);
-        assert_eq!(reply.status, 200, "{}", reply.body);
-        assert!(
-            reply
-                .header("content-type")
-                .is_some_and(|value| value.starts_with("text/plain; version=0.0.4")),
-            "{:?}",
-            reply.headers
-        );
-        let samples = reply
-            .body
-            .lines()
-            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-            .map(|line| {
-                let (series, value) = line.rsplit_once(' ').expect("NAME{LABELS} VALUE");
-                let (name, labels) = series.split_once('{').unwrap_or((series, "}"));
-                let mut labels: Vec<_> = labels
-                    .trim_end_matches('}')
-                    .split(',')
-                    .filter(|pair| !pair.is_empty())
-                    .map(|pair| {
-                        let (key, value) = pair.split_once('=').expect("KEY=\"VALUE\"");
-                        (key.to_string(), value.trim_matches('"').to_string())
-                    })
-                    .collect();
-                labels.sort();
-                (name.to_string(), labels, value.parse().expect("a number"))
-            })
-            .collect();
-        Scrape(samples)
-    }
-
-    fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let mut wanted: Vec<_> = labels
-            .iter()
-            .map(|(key, value)| (key.to_string(), value.to_string()))
-            .collect();
-        wanted.sort();
-        self.0
-            .iter()
-            .find(|(seen, seen_labels, _)| seen == name && *seen_labels == wanted)
-            .map(|(_, _, value)| *value)
-    }
-
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        self.get(name, labels)
-            .unwrap_or_else(|| panic!("no series {name}{labels:?}"))
-    }
-
-    /// decisions, admitted, refused by the limit, refused by the budget, would-refuse by
-    /// the limit, would-refuse by the budget.
-    fn counts(&self, group: &str) -> [f64; 6] {
-        let by = |name, reason| self.value(name, &[("group", group), ("reason", reason)]);
-        [
-            self.value("trickle_decisions_total", &[("group", group)]),
-            self.value("trickle_admitted_total", &[("group", group)]),
-            by("trickle_refused_total", "limit"),
-            by("trickle_refused_total", "free_runs"),
-            by("trickle_would_refuse_total", "limit"),
-            by("trickle_would_refuse_total", "free_runs"),
-        ]
-    }
-
-    /// Reserves (or settles) of `group` timed in the store's duration histogram.
-    fn timed(&self, group: &str, op: &str) -> f64 {
-        self.value(
-            "trickle_store_duration_seconds_count",
-            &[("group", group), ("op", op)],
-        )
-    }
-
-    fn live_keys(&self, group: &str) -> f64 {
-        self.value("trickle_live_keys", &[("group", group)])
-    }
+/// One scrape of `url`, whose answer must be Prometheus's text.
+fn scrape(http: &Http, url: &str) -> Scrape {
+    let reply = http.get(url, &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(
+        reply
+            .header("content-type")
+            .is_some_and(|value| value.starts_with("text/plain; version=0.0.4")),
+        "{:?}",
+        reply.headers
+    );
+    Scrape::parse(&reply.body)
 }
 
 /// The whole run, scraped after each step: the counters of every group move by exactly
@@ -159,7 +92,7 @@ fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
             .collect()
     };
 
-    let before = Scrape::of(&http, &metrics);
+    let before = scrape(&http, &metrics);
     assert_eq!(
         before.get("trickle_decisions_total", &[("group", "api")]),
         None
@@ -169,7 +102,7 @@ fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
     // 15 requests on 10/1m: decided 15, admitted 10, refused 5.
     let api = statuses("/api", "a", 15);
     assert_eq!(api, [[200; 10].as_slice(), &[429; 5]].concat());
-    let seen = Scrape::of(&http, &metrics);
+    let seen = scrape(&http, &metrics);
     assert_eq!(seen.counts("api"), [15.0, 10.0, 5.0, 0.0, 0.0, 0.0]);
     assert_eq!(
         (seen.timed("api", "reserve"), seen.timed("api", "settle")),
@@ -190,7 +123,7 @@ fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
     }
     assert_eq!(statuses("/api", "b", 1), [200]);
     assert_eq!(statuses("/api", "c", 1), [200]);
-    let seen = Scrape::of(&http, &metrics);
+    let seen = scrape(&http, &metrics);
     assert_eq!(seen.counts("api"), [17.0, 12.0, 5.0, 0.0, 0.0, 0.0]);
     assert_eq!(seen.live_keys("api"), 3.0);
 
@@ -212,7 +145,7 @@ fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
         }
     }
     assert_eq!(marked, 5);
-    let seen = Scrape::of(&http, &metrics);
+    let seen = scrape(&http, &metrics);
     assert_eq!(seen.counts("shadowed"), [15.0, 10.0, 0.0, 0.0, 5.0, 0.0]);
     assert_eq!(seen.counts("api"), [17.0, 12.0, 5.0, 0.0, 0.0, 0.0]);
 
@@ -220,7 +153,7 @@ fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
     // answer is the 500) runs exactly 5 times; the 35 refusals never ask the store.
     let budget = statuses("/budget?status=500", "a", 40);
     assert_eq!(budget, [[500; 5].as_slice(), &[429; 35]].concat());
-    let seen = Scrape::of(&http, &metrics);
+    let seen = scrape(&http, &metrics);
     assert_eq!(seen.counts("budget"), [40.0, 5.0, 0.0, 35.0, 0.0, 0.0]);
     assert_eq!(seen.timed("budget", "reserve"), 5.0);
 
@@ -228,7 +161,7 @@ fn metrics_scraped_during_a_run_move_exactly_with_the_requests() {
     assert_eq!(http.get(&url("/metrics"), &client("a")).status, 404);
     let elsewhere = metrics.replace("/metrics", "/api");
     assert_eq!(http.get(&elsewhere, &[]).status, 404);
-    let seen = Scrape::of(&http, &metrics);
+    let seen = scrape(&http, &metrics);
     assert_eq!(seen.counts("api"), [17.0, 12.0, 5.0, 0.0, 0.0, 0.0]);
 }
 
@@ -342,7 +275,7 @@ fn the_fallbacks_decisions_and_breaker_are_scraped() {
         .query::<()>(&mut conn)
         .expect("SET");
     assert_eq!(http.get(&route, &client("broken")).status, 500);
-    let before = Scrape::of(&http, &metrics);
+    let before = scrape(&http, &metrics);
     let fallback = [("group", "api")];
     let failures = |scrape: &Scrape, kind| {
         scrape.value(
@@ -365,7 +298,7 @@ fn the_fallbacks_decisions_and_breaker_are_scraped() {
         .map(|_| http.get(&route, &client("during")).status)
         .collect();
     assert_eq!(statuses.iter().filter(|&&status| status == 200).count(), 5);
-    let after = Scrape::of(&http, &metrics);
+    let after = scrape(&http, &metrics);
     assert_eq!(
         after.value("trickle_fallback_decisions_total", &fallback),
         25.0
