@@ -10,6 +10,8 @@
 //! it frees a run, as ESI's error limit refuses every request once a client has made too
 //! many errors.
 
+use std::num::NonZeroUsize;
+
 use trickle::state::FloatingState;
 use trickle::{Admission, ConcurrentKeyedLimiter, Decision, Limit, Op, Reservation};
 
@@ -23,9 +25,10 @@ pub(crate) struct FreeRuns {
 }
 
 impl FreeRuns {
-    pub(crate) fn new(limit: Limit) -> FreeRuns {
+    /// A budget of `limit` per key, for at most about `max_keys` keys.
+    pub(crate) fn new(limit: Limit, max_keys: NonZeroUsize) -> FreeRuns {
         FreeRuns {
-            runs: ConcurrentKeyedLimiter::new(limit),
+            runs: ConcurrentKeyedLimiter::new(limit).with_max_keys(max_keys),
         }
     }
 
@@ -33,13 +36,19 @@ impl FreeRuns {
         self.runs.limit()
     }
 
-    /// Reserves one run for `key` in `group` before its handler runs, or refuses it.
-    pub(crate) fn reserve(&self, group: &str, key: &str, now_ms: u64) -> Admission {
+    /// Reserves one run for `key` in `group` before its handler runs, or refuses it;
+    /// `None` for a new key while the budget keeps as many keys as it may: the request runs
+    /// unbudgeted (the rate limit still holds it), as a budget turning new keys away would
+    /// refuse every new client of a flood's time.
+    pub(crate) fn reserve(&self, group: &str, key: &str, now_ms: u64) -> Option<Admission> {
         let ticket = Reservation::new_ticket();
-        let decision = self
+        let key = bucket_key(group, key);
+        let decided = self
             .runs
-            .decide(&bucket_key(group, key), Op::Reserve { ticket }, now_ms, 1);
-        Admission::new(decision, ticket)
+            .try_decide(&key, Op::Reserve { ticket }, now_ms, 1);
+        decided
+            .ok()
+            .map(|decision| Admission::new(decision, ticket))
     }
 
     /// Settles a reserved run: kept when the answer cost nothing, given back otherwise;
@@ -78,23 +87,60 @@ mod tests {
         assert_eq!(bucket_key("fitting", "7"), "7:fitting7");
     }
 
+    fn keys(count: usize) -> NonZeroUsize {
+        NonZeroUsize::new(count).expect("at least one")
+    }
+
     #[test]
     fn a_run_that_cost_something_is_given_back() {
-        let runs = FreeRuns::new("2/1m".parse().unwrap());
+        let runs = FreeRuns::new("2/1m".parse().unwrap(), keys(100));
+        let admitted = |key| {
+            runs.reserve("g", key, 0)
+                .is_some_and(|run| run.is_admitted())
+        };
         for _ in 0..5 {
-            let Admission::Admitted { reservation, .. } = runs.reserve("g", "k", 0) else {
+            let Some(Admission::Admitted { reservation, .. }) = runs.reserve("g", "k", 0) else {
                 panic!("a paying answer never spends the budget");
             };
             runs.settle("g", "k", reservation, 0, false);
         }
         for _ in 0..2 {
-            let Admission::Admitted { reservation, .. } = runs.reserve("g", "k", 0) else {
+            let Some(Admission::Admitted { reservation, .. }) = runs.reserve("g", "k", 0) else {
                 panic!("two free runs fit 2/1m");
             };
             runs.settle("g", "k", reservation, 0, true);
         }
-        assert!(!runs.reserve("g", "k", 0).is_admitted());
-        assert!(runs.reserve("g", "other", 0).is_admitted());
-        assert!(runs.reserve("other", "k", 0).is_admitted());
+        assert!(!admitted("k"));
+        assert!(admitted("other"));
+        assert!(runs
+            .reserve("other", "k", 0)
+            .is_some_and(|run| run.is_admitted()));
+    }
+
+    /// Past its cap the budget keeps no bucket for a new key, and reserves it nothing:
+    /// the request goes on unbudgeted; the keys it has are budgeted as ever.
+    #[test]
+    fn a_full_budget_leaves_new_keys_unbudgeted() {
+        let runs = FreeRuns::new("1/1m".parse().unwrap(), keys(1));
+        let shards = runs.runs.shards();
+        // Each shard holds one key: enough keys fill every shard.
+        let mut kept = Vec::new();
+        for n in 0..shards * 64 {
+            let key = format!("key-{n}");
+            if runs.reserve("g", &key, 0).is_some() {
+                kept.push(key);
+            }
+        }
+        assert_eq!(kept.len(), runs.runs.len());
+        assert!(
+            kept.len() <= shards,
+            "{} kept in {shards} shards",
+            kept.len()
+        );
+        assert!(runs.reserve("g", "one more", 0).is_none());
+        // The first key kept spent its one run: refused, not unbudgeted.
+        assert!(runs
+            .reserve("g", &kept[0], 0)
+            .is_some_and(|run| !run.is_admitted()));
     }
 }

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -14,6 +15,10 @@ use crate::clock::system_ms;
 use crate::free_runs::FreeRuns;
 use crate::observe::Observer;
 use crate::service::RateLimit;
+
+/// How many keys the budget of free runs keeps a bucket for unless told otherwise
+/// ([`RateLimitLayer::free_runs_with_max_keys`]).
+pub const FREE_RUN_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
 
 /// Who pays for a request: the bucket of `key` in `group`. ESI's key is the application
 /// and the user (`"7:90000001"`), within a route group (`"fitting"`).
@@ -288,13 +293,23 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
     ///
     /// The budget lives in this process whatever the backend: behind a load balancer, each
     /// server keeps its own.
-    pub fn free_runs(mut self, limit: Limit) -> Self {
-        Arc::make_mut(&mut self.config).free_runs = Some(Arc::new(FreeRuns::new(limit)));
+    ///
+    /// The budget keeps a bucket per key for up to [`FREE_RUN_KEYS`] keys; past it a new key
+    /// has no budget until buckets go idle (its requests run unbudgeted, the rate limit
+    /// still applies): [`free_runs_with_max_keys`](RateLimitLayer::free_runs_with_max_keys)
+    /// sets another cap.
+    pub fn free_runs(self, limit: Limit) -> Self {
+        self.free_runs_with_max_keys(limit, FREE_RUN_KEYS)
+    }
+
+    /// [`free_runs`](RateLimitLayer::free_runs), keeping a budget for at most about
+    /// `max_keys` keys: what bounds the budget's memory however many clients come.
+    pub fn free_runs_with_max_keys(mut self, limit: Limit, max_keys: NonZeroUsize) -> Self {
+        let free_runs = FreeRuns::new(limit, max_keys);
+        Arc::make_mut(&mut self.config).free_runs = Some(Arc::new(free_runs));
         self
     }
 
-    /// Decides on `clock` (ms since the Unix epoch) instead of the system's: for tests, and
-    /// for servers that keep their own.
     /// Decides on `clock` (ms since the Unix epoch) instead of
     /// [`system_ms`](crate::system_ms): for tests, and for servers that keep their own.
     pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {

@@ -70,7 +70,7 @@ pub use breaker::{BreakerState, BREAKER_COOL_DOWN, BREAKER_FAILURES};
 pub use clock::system_ms;
 pub use failure::Failure;
 pub use fallback::{Fallback, FallbackCounts, FallbackError, MAX_PENDING};
-pub use layer::{OnFailure, RateLimitLayer, Rejection, Subject};
+pub use layer::{OnFailure, RateLimitLayer, Rejection, Subject, FREE_RUN_KEYS};
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};
 pub use service::RateLimit;

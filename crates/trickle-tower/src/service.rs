@@ -121,8 +121,9 @@ where
     let free_run = match &config.free_runs {
         None => None,
         Some(free_runs) => match free_runs.reserve(group, key, (config.clock)()) {
-            Admission::Admitted { reservation, .. } => Some((&**free_runs, reservation)),
-            Admission::Refused(refusal) => {
+            None => None,
+            Some(Admission::Admitted { reservation, .. }) => Some((&**free_runs, reservation)),
+            Some(Admission::Refused(refusal)) => {
                 let refusal = Refusal {
                     decision: &refusal,
                     reason: Reason::FreeRuns,

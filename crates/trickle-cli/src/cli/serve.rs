@@ -129,14 +129,14 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             if let Some(metrics) = &mut metrics {
                 metrics.count_live_keys(Arc::clone(&backend));
             }
-            let router = app(config, backend, args.on_failure);
+            let router = app(config, backend, args.on_failure, args.max_keys);
             (router, "buckets in this process".to_string())
         }
         Some(url) => {
             let redis = on_redis(url, config, &args.config).await?;
             let (router, on_failure) = match args.fallback {
                 None => {
-                    let router = app(config, Arc::new(redis), args.on_failure);
+                    let router = app(config, Arc::new(redis), args.on_failure, args.max_keys);
                     let on_failure = match args.on_failure {
                         OnFailure::Open => "failing open".to_string(),
                         OnFailure::Closed => "failing closed".to_string(),
@@ -155,7 +155,7 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
                     }
                     // The fallback decides every outage; the layer's own rule is left for
                     // what an in-process limiter cannot have, and closed is the safe one.
-                    let router = app(config, backend, OnFailure::Closed);
+                    let router = app(config, backend, OnFailure::Closed, args.max_keys);
                     (
                         router,
                         format!("falling back to {share} of each limit in this process"),

@@ -7,6 +7,7 @@
 //! charged), the header size check, the router (an unknown path is a 404, uncharged), then
 //! the group's rate limit and the handler.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,8 +58,14 @@ const EXPOSED: [HeaderName; 6] = [
 ];
 
 /// The whole application: every group's routes behind its own layer over the shared
-/// `backend`, and CORS for `config.cors_origins`.
-pub fn app<B: Backend>(config: &Config, backend: Arc<B>, on_failure: OnFailure) -> Router {
+/// `backend` (a zero-cost budget keeping at most `max_keys` keys, as the buckets do), and
+/// CORS for `config.cors_origins`.
+pub fn app<B: Backend>(
+    config: &Config,
+    backend: Arc<B>,
+    on_failure: OnFailure,
+    max_keys: NonZeroUsize,
+) -> Router {
     let mut router = Router::new();
     let mut all_routes = Vec::new();
     for group in &config.groups {
@@ -71,7 +78,7 @@ pub fn app<B: Backend>(config: &Config, backend: Arc<B>, on_failure: OnFailure) 
         .on_failure(on_failure)
         .shadow(group.shadow);
         let layer = match group.free_runs {
-            Some(budget) => layer.free_runs(budget),
+            Some(budget) => layer.free_runs_with_max_keys(budget, max_keys),
             None => layer,
         };
         for route in &group.routes {
