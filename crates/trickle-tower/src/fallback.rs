@@ -105,7 +105,7 @@ pub use crate::pending::MAX_PENDING;
 impl<B: Backend> Fallback<B> {
     /// `primary` while it answers, `secondary` while it has an outage, with the breaker's
     /// defaults ([`BREAKER_FAILURES`], [`BREAKER_COOL_DOWN`]). A group the secondary lacks
-    /// is answered 500 during an outage ([`FallbackError::UnknownGroup`]).
+    /// is answered 500 during an outage ([`FallbackError::Fallback`]).
     pub fn new(primary: B, secondary: InProcess) -> Fallback<B> {
         let groups = secondary
             .group_names()
