@@ -307,9 +307,11 @@ fn spent_in_fallback_group(redis: &RedisServer, client: &str) -> u128 {
     counters.previous + counters.current
 }
 
-/// `--on-failure fallback --fallback-share 1/2`: with Redis gone, a burst of 50 parallel
-/// requests on one key gets exactly 5 through (this server's half of 10), and the log says
-/// the breaker opened; once Redis is back, decisions and charges are Redis's again.
+/// `--on-failure fallback --fallback-share 1/2`: with Redis paused (SIGSTOP: it takes the
+/// connections and answers nothing), a burst of 50 parallel requests on one key gets
+/// exactly 5 through (this server's half of 10) once each has waited out the timeout, and
+/// the breaker opens; with Redis then killed, another key's burst gets exactly 5 too; once
+/// Redis is back, decisions and charges are Redis's again.
 #[test]
 fn a_redis_outage_falls_back_to_this_servers_share_of_the_limit() {
     let mut redis = RedisServer::start();
@@ -333,12 +335,18 @@ fn a_redis_outage_falls_back_to_this_servers_share_of_the_limit() {
         (200, Some(9), Some(1))
     );
 
-    shut_down(&redis);
     let paths = vec!["/fallback".to_string(); 50];
+    let admitted_of = |answers: &[(u16, Option<u64>, Option<u64>)]| {
+        let admitted = answers.iter().filter(|(status, ..)| *status == 200).count();
+        let refused = answers.iter().filter(|(status, ..)| *status == 429).count();
+        (admitted, refused)
+    };
+    redis.pause();
+    let answers = burst(&[server.url.as_str()], &paths, &client("paused"));
+    assert_eq!(admitted_of(&answers), (5, 45), "{answers:?}");
+    redis.stop();
     let answers = burst(&[server.url.as_str()], &paths, &client("during"));
-    let admitted = answers.iter().filter(|(status, ..)| *status == 200).count();
-    let refused = answers.iter().filter(|(status, ..)| *status == 429).count();
-    assert_eq!((admitted, refused), (5, 45), "{answers:?}");
+    assert_eq!(admitted_of(&answers), (5, 45), "{answers:?}");
     // The fallback's own counts and limit: 5 tokens, none left.
     let reply = http.get(&route, &client("during"));
     assert_eq!(counts(&reply), (429, Some(0), Some(0)));
