@@ -10,10 +10,10 @@ import time
 import urllib.error
 import urllib.request
 
-PACE_S = 0.25  # one request every 250 ms: a steady trickle the limit refills behind
+PACE_S = 1  # one request a second: set it well below your API's limit
 MAX_ATTEMPTS = 5  # a server still refusing after this many is not coming back soon
-BACKOFF_BASE_S = 0.5  # without Retry-After, wait about 0.5 s, then 1 s, 2 s, ...
-BACKOFF_CAP_S = 8  # ... never more than 8 s
+BACKOFF_BASE_S = 1  # without Retry-After, wait 1 s, then 2 s, 4 s, ...
+BACKOFF_CAP_S = 8  # ... never more than 8 s, each plus up to half again at random
 MAX_WAIT_S = 60  # a client asked to wait longer would look hung: stop and say so
 
 
@@ -33,9 +33,9 @@ def parse_retry_after(value):
 
 
 def backoff(attempt):
-    """Exponential backoff, half of it random, so that clients refused together spread out."""
+    """Exponential backoff plus a random part, so that clients refused together spread out."""
     step = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))
-    return step / 2 + random.random() * step / 2
+    return step + random.random() * step / 2
 
 
 def send(url):

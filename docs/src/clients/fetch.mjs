@@ -3,10 +3,10 @@
 // request again. `send` uses only fetch and timers, so it works in a browser as in Node 18 or
 // later; from a shell: node fetch.mjs URL [COUNT]
 
-const PACE_MS = 250; // one request every 250 ms: a steady trickle the limit refills behind
+const PACE_MS = 1_000; // one request a second: set it well below your API's limit
 const MAX_ATTEMPTS = 5; // a server still refusing after this many is not coming back soon
-const BACKOFF_BASE_MS = 500; // without Retry-After, wait about 0.5 s, then 1 s, 2 s, ...
-const BACKOFF_CAP_MS = 8_000; // ... never more than 8 s
+const BACKOFF_BASE_MS = 1_000; // without Retry-After, wait 1 s, then 2 s, 4 s, ...
+const BACKOFF_CAP_MS = 8_000; // ... never more than 8 s, each plus up to half again at random
 const MAX_WAIT_MS = 60_000; // a client asked to wait longer would look hung: stop and say so
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -19,10 +19,10 @@ function parseRetryAfter(value) {
   return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
 }
 
-/** Exponential backoff, half of it random, so that clients refused together spread out. */
+/** Exponential backoff plus a random part, so that clients refused together spread out. */
 function backoff(attempt) {
   const step = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
-  return step / 2 + (Math.random() * step) / 2;
+  return step + (Math.random() * step) / 2;
 }
 
 /** Sends one GET (safe to repeat) until it succeeds or there is no point trying again. */

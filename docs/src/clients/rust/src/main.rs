@@ -5,12 +5,13 @@
 use std::time::{Duration, SystemTime};
 use std::{env, process, thread};
 
-/// One request every 250 ms: a steady trickle the limit refills behind, not a burst it refuses.
-const PACE: Duration = Duration::from_millis(250);
+/// One request a second: a steady pace well below your API's limit, not a burst it refuses.
+const PACE: Duration = Duration::from_secs(1);
 /// A server still refusing after this many tries is not coming back soon.
 const MAX_ATTEMPTS: u32 = 5;
-/// Without Retry-After, wait about 0.5 s, then 1 s, 2 s, ... never more than 8 s.
-const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// Without Retry-After, wait 1 s, then 2 s, 4 s, ... never more than 8 s, each plus up to
+/// half again at random.
+const BACKOFF_BASE: Duration = Duration::from_secs(1);
 const BACKOFF_CAP: Duration = Duration::from_secs(8);
 /// A client asked to wait longer than this would look hung: better to stop and say so.
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -97,8 +98,8 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     Some(date.duration_since(SystemTime::now()).unwrap_or_default())
 }
 
-/// Exponential backoff, half of it random, so that clients refused together spread out.
+/// Exponential backoff plus a random part, so that clients refused together spread out.
 fn backoff(attempt: u32) -> Duration {
     let step = BACKOFF_CAP.min(BACKOFF_BASE * 2u32.pow(attempt - 1));
-    step / 2 + step.mul_f64(fastrand::f64()) / 2
+    step + step.mul_f64(fastrand::f64()) / 2
 }
