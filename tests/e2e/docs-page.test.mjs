@@ -1,10 +1,12 @@
-// The docs page (www/index.html) as a reader meets it: it loads clean, every widget on it
-// becomes interactive with no request chain deeper than page → module → WebAssembly, its
-// sections keep the order an API's readers need, it follows the reader's colour scheme, and
-// its worked example plays as written. Compare mode now lives in the docs site's "Choosing an
-// algorithm" chapter (docs/src/algorithms.md): its widget is put on a test page and played as
-// that chapter tells the reader. Screenshots are written under target/e2e/; the time to
-// interactive is measured by benches/time-to-interactive.mjs.
+// The docs page as a reader meets it: target/site/index.html, which scripts/consumer-page.mjs
+// writes from the docs site's chapter docs/src/understanding.md into www/page.html's frame. It
+// loads clean, every widget on it becomes interactive with no request chain deeper than page
+// → module → WebAssembly, its sections keep the order an API's readers need, it follows the
+// reader's colour scheme, and its worked example plays as written. Compare mode lives in the
+// docs site's "Choosing an algorithm" chapter (docs/src/algorithms.md): its widget is put on a
+// test page and played as that chapter, and the worked example's chapter, tell the reader.
+// Screenshots are written under target/e2e/; the time to interactive is measured by
+// benches/time-to-interactive.mjs.
 
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -51,6 +53,8 @@ async function requestDepths(session, path, html) {
 
 /** The chapter on algorithms, whose compare widget and recipes the tests below play. */
 const ALGORITHMS = join(REPO, "docs", "src", "algorithms.md");
+/** The chapter the docs page is written from. */
+const UNDERSTANDING = join(REPO, "docs", "src", "understanding.md");
 
 /** The chapter's compare widget, as written in it. */
 async function chapterWidget() {
@@ -64,10 +68,11 @@ async function chapterWidget() {
  * Checks that the chapter's section `heading` still tells the reader `steps` (whitespace and
  * line breaks aside), so that a test playing them plays what the reader is told.
  */
-async function chapterSays(heading, steps) {
-  const chapter = await readFile(ALGORITHMS, "utf8");
+async function chapterSays(heading, steps, file = ALGORITHMS) {
+  const chapter = await readFile(file, "utf8");
+  const name = `docs/src/${file.split("/").at(-1)}`;
   const start = chapter.indexOf(`\n### ${heading}\n`);
-  assert.ok(start >= 0, `docs/src/algorithms.md has a section "${heading}"`);
+  assert.ok(start >= 0, `${name} has a section "${heading}"`);
   const end = chapter.indexOf("\n#", start + 1);
   const section = chapter.slice(start, end < 0 ? undefined : end).replace(/\s+/g, " ");
   for (const step of steps) assert.ok(section.includes(step), `"${heading}" says: ${step}`);
@@ -124,7 +129,7 @@ describe("the docs page", () => {
       landmarks: ["header", "nav", "main", "footer"].map((tag) => document.querySelectorAll(tag).length),
       footer: document.querySelector("footer").textContent.replace(/\s+/g, " "),
     }));
-    const order = ["why", "try", "counting", "costs", "safety-net", "handling-429"];
+    const order = ["why", "try", "counting", "costs", "headers", "safety-net", "handling-429"];
     assert.deepEqual(outline.sections, order.map((id) => ({ id, labelledByItsHeading: true })));
     assert.deepEqual(outline.contents, order.map((id) => `#${id}`));
     assert.equal(outline.levels[0], 1);
@@ -134,7 +139,7 @@ describe("the docs page", () => {
     assert.match(outline.footer, /Embedding chapter \(docs\/src\/embedding\.md\)/);
     const handling = (await page.locator("#handling-429").textContent()).replace(/\s+/g, " ");
     for (const point of [/Retry-After/, /HTTP date/, /exponentially/, /jitter/, /cap/, /5XX/, /other 4XX/, /Give up/, /Spread/]) {
-      assert.match(handling, point, "the 429 section mirrors docs/src/understanding.md's list");
+      assert.match(handling, point, "the 429 section tells a client what to do");
     }
     await close();
   });
@@ -239,6 +244,41 @@ describe("the compare widget of docs/src/algorithms.md, on a page of its own", (
     ]);
     assert.equal(await widget.locator('[part~="row"][data-algorithm="fixed"] [part~="over"]').textContent(), "2× the limit");
     await widget.screenshot({ path: join(ARTIFACTS, "compare.png") });
+    assert.deepEqual(problems, []);
+    await close();
+  });
+
+  it("plays the worked example of docs/src/understanding.md: the floating window's 429 is one the log allows", async () => {
+    await chapterSays(
+      "That 429 comes from the estimate",
+      [
+        "the last 8 seconds hold only the requests of 9, 10 and 11 s, 3 tokens.",
+        "the last request at 11 s would make 4 of 6 and get `200 OK`. The floating window answers it 429.",
+        "given these eight presses, its floating window answers the last one 429 and its sliding log 200, and it counts that press **wrongly limited**.",
+      ],
+      UNDERSTANDING,
+    );
+    const { page, problems, close } = await openChapterWidget();
+    const widget = page.locator("rate-limit-demo[compare]");
+    const hit = widget.locator('[part~="hit"]');
+    // The worked example's presses at 0, 1, 2, 3, 9, 10, 11 and 11 s, from 24 s, a window
+    // boundary of 6/8s.
+    for (const t of [0, 1_000, 2_000, 3_000, 9_000, 10_000, 11_000, 11_000]) {
+      await page.clock.pauseAt(24_000 + t);
+      await hit.click();
+    }
+    const rows = await shownRows(widget);
+    assert.deepEqual(
+      rows.filter(([name]) => name === "floating" || name === "sliding-log"),
+      [
+        ["floating", "5.5", "3", "429 Retry-After: 1"],
+        ["sliding-log", "4", "4", "200"],
+      ],
+    );
+    const counts = await Promise.all(
+      ["wrongly-allowed", "wrongly-limited"].map((part) => widget.locator(`[part~="${part}"]`).textContent()),
+    );
+    assert.deepEqual(counts, ["0", "1"]);
     assert.deepEqual(problems, []);
     await close();
   });
