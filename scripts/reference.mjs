@@ -7,6 +7,8 @@
 //
 //   node scripts/reference.mjs                                 # the Markdown, on stdout
 //   node scripts/reference.mjs --write docs/src/reference.md   # what `make docs` runs
+//   node scripts/reference.mjs --readme                        # the attribute table into
+//                                                              # the package's README (`make package`)
 //
 // The same inputs give the same bytes: no date, the .d.ts files read in sorted order, rows in
 // the order the sources declare them. A missing input or an empty section exits with status 1
@@ -22,6 +24,11 @@ const MANIFEST = join(PACKAGE, "custom-elements.json");
 const TYPES = join(PACKAGE, "types");
 const SOURCE = "www/src/element.js";
 const COMMAND = "node scripts/reference.mjs --write docs/src/reference.md";
+const README = join(PACKAGE, "README.md");
+/** Where the package's README holds the attribute table, which `--readme` writes. */
+const README_START =
+  "<!-- The attribute table below is written by `node scripts/reference.mjs --readme`, the same as the widget reference's; edit the JSDoc, not the table. -->";
+const README_END = "<!-- The end of the attribute table. -->";
 
 /** What is wrong with the inputs: reported as one line and exit status 1, not a stack. */
 class InputError extends Error {}
@@ -476,11 +483,31 @@ export function reference() {
   ].join("\n\n")}\n`;
 }
 
+/**
+ * The package's README, `text`, with the reference page's attribute table between its two
+ * markers: npm shows the README, and the table has one source, the JSDoc.
+ */
+export function readme(text = readFileSync(README, "utf8")) {
+  const start = text.indexOf(README_START);
+  const end = text.indexOf(README_END);
+  if (start < 0 || end < start) {
+    fail(`${shown(README)} has no place for the attribute table: put the two marker comments of scripts/reference.mjs where it goes`);
+  }
+  const table = attributes(readManifest()).replace(/^## Attributes\n\n/, "");
+  return `${text.slice(0, start + README_START.length)}\n\n${table}\n\n${text.slice(end)}`;
+}
+
 function main(args) {
   let output = null;
+  let toReadme = false;
   for (let i = 0; i < args.length; i++) {
     if (args[i] === "--write" && args[i + 1]) output = args[++i];
-    else fail(`unexpected argument ${args[i]}: pass nothing for stdout, or --write FILE`);
+    else if (args[i] === "--readme") toReadme = true;
+    else fail(`unexpected argument ${args[i]}: pass nothing for stdout, --write FILE, or --readme`);
+  }
+  if (toReadme) {
+    writeFileSync(README, readme());
+    return;
   }
   const markdown = reference();
   if (output) writeFileSync(output, markdown);

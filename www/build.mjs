@@ -2,7 +2,8 @@
 // (www/src/) and the WebAssembly build (www/pkg/, `make wasm`), then packs it with npm:
 //
 //   node www/build.mjs      writes packages/rate-limit-demo/{dist/,custom-elements.json,
-//                           LICENSE-*} and target/package/rate-limit-demo-<version>.tgz
+//                           LICENSE-*}, the attribute table of its README.md, and
+//                           target/package/rate-limit-demo-<version>.tgz
 //
 // esbuild bundles and minifies three entries, "." (defines the element), "./element" and
 // "./limiter", with compare mode and live mode each split off behind a dynamic import so that
@@ -13,6 +14,7 @@ import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { readme } from "../scripts/reference.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const WWW = join(REPO, "www");
@@ -131,6 +133,9 @@ for (const license of ["LICENSE-MIT", "LICENSE-APACHE"]) {
   await copyFile(join(REPO, license), join(PACKAGE, license));
 }
 await writeManifest();
+// The README npm shows lists the attributes: the reference page's table, from the manifest
+// just written, so that it has the JSDoc as its one source.
+await writeFile(join(PACKAGE, "README.md"), readme());
 
 const packed = execFileSync("npm", ["pack", "--pack-destination", OUT, "--json"], {
   cwd: PACKAGE,

@@ -1,5 +1,6 @@
 // docs/src/reference.md, the widget's reference page, against what it is generated from and
-// what it describes: the committed page is what scripts/reference.mjs writes today; every
+// what it describes: the committed page, and the attribute table of the package's README,
+// are what scripts/reference.mjs writes today; every
 // attribute the element observes has a row, and no other; the `Decision` table lists exactly
 // the fields a decision of the limiter carries; and the generator stops with a message naming
 // the input to fix rather than writing a page with a hole in it. No browser is needed: the
@@ -23,6 +24,7 @@ const PACKAGE = join(REPO, "packages", "rate-limit-demo");
 const DIST = join(PACKAGE, "dist");
 const STALE =
   "docs/src/reference.md is stale: run `node scripts/reference.mjs --write docs/src/reference.md`";
+const README = join(PACKAGE, "README.md");
 
 for (const file of ["custom-elements.json", "dist/element.js", "dist/limiter.js"]) {
   if (!existsSync(join(PACKAGE, file))) {
@@ -72,6 +74,19 @@ describe("docs/src/reference.md", async () => {
   it("is what scripts/reference.mjs writes from the package as built", async () => {
     const { stdout } = await generate();
     assert.ok(page === stdout, STALE);
+  });
+
+  it("holds the attribute table the package's README shows, which has no copy of its own", async () => {
+    const { readme } = await import(pathToFileURL(GENERATOR).href);
+    const current = await readFile(README, "utf8");
+    assert.ok(
+      current === readme(current),
+      "packages/rate-limit-demo/README.md's attribute table is stale: run `node scripts/reference.mjs --readme` (`make package` does)",
+    );
+    const marked = current.slice(current.indexOf("<!-- The attribute table"), current.indexOf("<!-- The end of the attribute table"));
+    const shown = marked.split("\n").filter((line) => line.startsWith("|"));
+    assert.ok(shown.length > 2, "the README shows the attribute table between its markers");
+    assert.deepEqual(shown, section(page, "## Attributes").filter((line) => line.startsWith("|")));
   });
 
   it("has a row for every attribute the element observes, and for no other", async () => {

@@ -94,10 +94,10 @@ function message(error) {
  * @tagname rate-limit-demo
  * @summary A rate limit a reader can press: the formula with live numbers, the 429 and its Retry-After, the tokens coming back.
  *
- * @attr {string} limit - N tokens per window W, as ESI writes it: `6/8s`, `150/15m` (units `ms`, `s`, `m`, `h`). Default `6/8s`.
+ * @attr {string} limit - N tokens per window W, in the form of ESI's `X-Ratelimit-Limit` header: `150/15m`, `6/8s`. ESI's windows are in `m` and `h`; the widget also takes `s` and `ms`. Default `6/8s`.
  * @attr {string} algorithm - One of the core's algorithms: `floating` (default), `sliding-log`, `fixed`, `token-bucket`. Not with `compare`.
  * @attr {string} cost - Tokens each Hit spends, a whole number from 0 to N. Default 1. With `costs`, the tokens a request reserves before the server answers: if they do not fit, a 429 that costs nothing.
- * @attr {string} costs - What each response costs, by status: `esi` (2XX 2, 3XX 1, 4XX 5, 429 0, 5XX 0) or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; after answering, the request is settled at what its status costs (the reserve's difference charged, even past the limit, or refunded), as the Rust core's flow does.
+ * @attr {string} costs - What each response costs, by status: `esi`, EVE Online ESI's costs, or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; after answering, the request is settled at what its status costs (the reserve's difference charged, even past the limit, or refunded), as the Rust core's flow does.
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
  * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
