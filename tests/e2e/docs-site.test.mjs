@@ -52,6 +52,20 @@ function markdownLinks(markdown) {
 
 const external = (target) => /^[a-z][a-z+.-]*:/i.test(target);
 
+/**
+ * Issue and pull request numbers (`#156`) cited in prose without a link to them: every other
+ * project's issue the docs cite must be a link a reader can follow and check.
+ */
+function unlinkedIssues(markdown) {
+  const prose = markdown
+    .replace(/```[\s\S]*?```/g, "")
+    .replace(/`[^`\n]*`/g, "")
+    .replace(/\[[^\]]*#\d+[^\]]*\]\(https?:\/\/[^)\s]+\)/g, "");
+  return [...prose.matchAll(/(?<![\w/&])#\d+\b/g)].map((match) =>
+    prose.slice(Math.max(0, match.index - 30), match.index + match[0].length).replace(/\s+/g, " "),
+  );
+}
+
 describe("the docs site", () => {
   it("links only to pages and anchors that exist", async () => {
     const broken = [];
@@ -89,6 +103,18 @@ describe("the docs site", () => {
     assert.deepEqual(broken, []);
   });
 
+  it("cites other projects' issues only as links", async () => {
+    const unlinked = [];
+    const files = (await readdir(SOURCES, { recursive: true })).filter((name) => name.endsWith(".md"));
+    for (const file of files) {
+      for (const cited of unlinkedIssues(await readFile(join(SOURCES, file), "utf8"))) {
+        unlinked.push(`docs/src/${file}: …${cited}`);
+      }
+    }
+    assert.deepEqual(unlinked, []);
+    assert.deepEqual(unlinkedIssues("see upstash #157"), ["see upstash #157"], "the check finds a bare reference");
+  });
+
   describe("in Chromium", () => {
     let session;
     before(async () => {
@@ -119,6 +145,10 @@ describe("the README", () => {
   it(`is at most ${README_MOST_LINES} lines`, async () => {
     const lines = (await readFile(join(REPO, "README.md"), "utf8")).split("\n").length;
     assert.ok(lines <= README_MOST_LINES, `README.md has ${lines} lines`);
+  });
+
+  it("cites other projects' issues only as links", async () => {
+    assert.deepEqual(unlinkedIssues(await readFile(join(REPO, "README.md"), "utf8")), []);
   });
 
   it("links only to files and chapters that exist", async () => {
