@@ -147,7 +147,7 @@ for (const engine of ENGINES) {
     check("loads the docs page with every widget ready", async () => {
       const { driver } = browser;
       await driver.get(`${server.url}/`);
-      assert.equal(await driver.getTitle(), "How the rate limit works · trickle");
+      assert.equal(await driver.getTitle(), "Understanding a rate limit · trickle");
       const ready = await driver.executeAsyncScript(allReady);
       assert.ok(Array.isArray(ready) && ready.length >= 1, `widgets found: ${JSON.stringify(ready)}`);
       assert.deepEqual(ready, ready.map(() => true), "every widget loaded its wasm and is interactive");
