@@ -1,5 +1,5 @@
 // The embedding recipes of docs/src/embedding.md, each built for real: a plain page with an
-// import map, a VitePress site, a Docusaurus site. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
+// import map, a VitePress site, a Docusaurus site, MkDocs with Material. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
 // package.json, its lockfile, and what the docs do not show, such as the rest of a minimal
 // site) plus the files the docs page gives in code blocks titled with a file name, so that
 // the docs and what is tested cannot drift apart. Then `npm ci`, `npm install --no-save` of
@@ -80,6 +80,26 @@ const RECIPES = [
     scheme: (page) => page.getByRole("button", { name: /dark and light mode/i }).click(),
     // A page whose widget is written with JSX's compare={true}.
     compare: "compare",
+  },
+  {
+    name: "MkDocs with Material",
+    heading: "MkDocs with Material",
+    fixture: "mkdocs",
+    build: [join(VENV, "mkdocs"), ["build", "--strict"]],
+    output: "site",
+    page: "rate-limits/",
+    wasm: /^\/rate-limit-demo\/trickle_bg\.wasm$/,
+    tools: {},
+    python: { mkdocs: "mkdocs", "mkdocs-material": "mkdocs-material" },
+    // Material's instant navigation follows only links to the pages its sitemap lists, at
+    // site_url's port: the site is read at that address, answered from the local server.
+    origin: (files) => files.get("mkdocs.yml").match(/^site_url: (\S+)$/m)?.[1],
+    // Material's fonts come from Google Fonts, which this machine cannot reach; a reader's
+    // browser does. Answered empty, the page falls back to system fonts, without an error.
+    routes: [["https://fonts.googleapis.com/**", (route) => route.fulfill({ contentType: "text/css" })]],
+    home: "",
+    // Material's navigation sits inside <main> too: the link in the page's own text.
+    link: (page) => page.locator("article").getByRole("link", { name: "Rate limits", exact: true }),
   },
 ];
 
