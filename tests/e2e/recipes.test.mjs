@@ -1,5 +1,5 @@
 // The embedding recipes of docs/src/embedding.md, each built for real: a plain page with an
-// import map, a VitePress site, a Docusaurus site, MkDocs with Material. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
+// import map, a VitePress site, a Docusaurus site, MkDocs with Material, Sphinx. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
 // package.json, its lockfile, and what the docs do not show, such as the rest of a minimal
 // site) plus the files the docs page gives in code blocks titled with a file name, so that
 // the docs and what is tested cannot drift apart. Then `npm ci`, `npm install --no-save` of
@@ -100,6 +100,18 @@ const RECIPES = [
     home: "",
     // Material's navigation sits inside <main> too: the link in the page's own text.
     link: (page) => page.locator("article").getByRole("link", { name: "Rate limits", exact: true }),
+  },
+  {
+    name: "Sphinx",
+    heading: "Sphinx",
+    fixture: "sphinx",
+    // Warnings are errors: the page, its raw HTML and the settings build cleanly.
+    build: [join(VENV, "sphinx-build"), ["-W", "--keep-going", "-q", "-b", "html", "docs", "build"]],
+    output: "build",
+    page: "rate-limits.html",
+    wasm: /^\/_static\/trickle_bg\.wasm$/,
+    tools: {},
+    python: { sphinx: "Sphinx", alabaster: "alabaster" },
   },
 ];
 
