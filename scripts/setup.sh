@@ -7,8 +7,8 @@
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
-#                             (VitePress and Docusaurus from npm; MkDocs with Material and
-#                             Sphinx from PyPI, in tests/recipes/.venv), Debian's
+#                             (VitePress, Docusaurus and Astro Starlight from npm; MkDocs with
+#                             Material and Sphinx from PyPI, in tests/recipes/.venv), Debian's
 #                             Chromium, ChromeDriver, redis-server, python3 and its venv
 #                             module, the other engines the widget is smoke-tested in
 #                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
@@ -67,6 +67,7 @@ if [ "${1:-}" = test ]; then
     npm_install tests/e2e
     npm_install tests/recipes/vitepress
     npm_install tests/recipes/docusaurus
+    npm_install tests/recipes/starlight
 fi
 
 # Debian's packages the tests need: Chromium and its driver for the browser suites;

@@ -1,5 +1,6 @@
 // The embedding recipes of docs/src/embedding.md, each built for real: a plain page with an
-// import map, a VitePress site, a Docusaurus site, MkDocs with Material, Sphinx. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
+// import map, a VitePress site, a Docusaurus site, MkDocs with Material, Sphinx, and Astro
+// Starlight. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
 // package.json, its lockfile, and what the docs do not show, such as the rest of a minimal
 // site) plus the files the docs page gives in code blocks titled with a file name, so that
 // the docs and what is tested cannot drift apart. Then `npm ci`, `npm install --no-save` of
@@ -113,6 +114,19 @@ const RECIPES = [
     tools: {},
     python: { sphinx: "Sphinx", alabaster: "alabaster" },
   },
+  {
+    name: "Astro Starlight",
+    heading: "Astro Starlight",
+    fixture: "starlight",
+    build: ["node_modules/.bin/astro", ["build"]],
+    output: "dist",
+    page: "rate-limits/",
+    wasm: /^\/_astro\/trickle_bg\.[\w-]+\.wasm$/,
+    tools: { "@astrojs/starlight": "@astrojs/starlight", astro: "Astro" },
+    // A <select> of dark, light and auto, in the header at this width.
+    scheme: (page, scheme) =>
+      page.locator("starlight-theme-select select:visible").selectOption(scheme),
+  },
 ];
 
 /** The text of the docs' section `## heading`, up to the next. */
@@ -195,13 +209,15 @@ function run(step, command, args, { cwd, timeout }) {
         timeout,
         killSignal: "SIGKILL",
         maxBuffer: 64 * 1024 * 1024,
-        // No update check, no colours in the messages a failure quotes.
+        // No update check, no colours in the messages a failure quotes, no telemetry (this
+        // machine's network is closed anyway).
         env: {
           ...process.env,
           NO_UPDATE_NOTIFIER: "1",
           NO_COLOR: "1",
           FORCE_COLOR: "0",
           CI: "1",
+          ASTRO_TELEMETRY_DISABLED: "1",
         },
       },
       (error, stdout, stderr) => {
