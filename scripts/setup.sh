@@ -7,14 +7,17 @@
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
 #   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
-#                             (VitePress, Docusaurus), Debian's Chromium, ChromeDriver,
-#                             redis-server and python3, the other engines the widget is
-#                             smoke-tested in (Debian's Firefox ESR, WebKitGTK's
-#                             WebKitWebDriver, Xvfb, and geckodriver from crates.io), and mdBook
+#                             (VitePress, Docusaurus and Astro Starlight from npm; MkDocs with
+#                             Material and Sphinx from PyPI, in tests/recipes/.venv), Debian's
+#                             Chromium, ChromeDriver, redis-server, python3 and its venv
+#                             module, the other engines the widget is smoke-tested in
+#                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
+#                             geckodriver from crates.io), and mdBook
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
-# npm, Debian. The traps behind each step are in the comments; see also ../shared/TOOLCHAIN.md.
+# npm, PyPI, Debian. The traps behind each step are in the comments; see also
+# ../shared/TOOLCHAIN.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +67,7 @@ if [ "${1:-}" = test ]; then
     npm_install tests/e2e
     npm_install tests/recipes/vitepress
     npm_install tests/recipes/docusaurus
+    npm_install tests/recipes/starlight
 fi
 
 # Debian's packages the tests need: Chromium and its driver for the browser suites;
@@ -77,6 +81,8 @@ if [ "${1:-}" = test ]; then
     { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="chromium chromium-driver"
     command -v redis-server >/dev/null || missing="$missing redis-server"
     command -v python3 >/dev/null || missing="$missing python3"
+    # Debian's python3 leaves out venv's ensurepip, which tests/recipes/.venv needs (below).
+    python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$missing python3-venv"
     [ -x /usr/bin/firefox-esr ] || missing="$missing firefox-esr"
     [ -x /usr/bin/WebKitWebDriver ] || missing="$missing webkit2gtk-driver"
     [ -x /usr/bin/Xvfb ] || missing="$missing xvfb"
@@ -88,6 +94,28 @@ if [ "${1:-}" = test ]; then
         # shellcheck disable=SC2086 # one word per package
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
     fi
+fi
+
+# The Python recipes' tools (MkDocs with Material, Sphinx) in a virtualenv of their own, pinned
+# by tests/recipes/requirements.txt, the lockfile: every dependency is listed, so pip installs
+# exactly those (--no-deps) and `pip check` fails when the list is incomplete. As with
+# npm_install, a copy of the requirements in the venv says what it was installed from: the
+# venv is made again only when the file changed, or when the Python it was made with is gone.
+venv_install() {
+    local venv="$1" requirements="$2"
+    local stamp="$venv/.installed-from-requirements"
+    if ! cmp -s "$requirements" "$stamp" || ! "$venv/bin/python" -c '' 2>/dev/null; then
+        say "installing Python packages into $venv from $requirements"
+        python3 -m venv --clear "$venv"
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off \
+            --no-deps --requirement "$requirements"
+        "$venv/bin/python" -m pip check --disable-pip-version-check
+        cp "$requirements" "$stamp"
+    fi
+}
+
+if [ "${1:-}" = test ]; then
+    venv_install tests/recipes/.venv tests/recipes/requirements.txt
 fi
 
 # Mozilla publishes geckodriver, Firefox's WebDriver server, on crates.io; Debian has none.

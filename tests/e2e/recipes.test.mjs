@@ -1,13 +1,17 @@
 // The embedding recipes of docs/src/embedding.md, each built for real: a plain page with an
-// import map, a VitePress site, a Docusaurus site. Each site is laid out in a scratch folder
-// from its fixture (tests/recipes/<tool>/: package.json, its lockfile, and what the docs do
-// not show, such as the rest of a minimal site) plus the files the docs page gives in code
-// blocks titled with a file name, so that the docs and what is tested cannot drift apart.
-// Then `npm ci`, `npm install --no-save` of the packed tarball (what ships, not the source),
-// the tool's build, the output served on 127.0.0.1 and read in Chromium: the widget is ready,
-// answers six 200s then a 429 with its Retry-After, nothing is logged, and the tool's page
-// around it keeps working.
+// import map, a VitePress site, a Docusaurus site, MkDocs with Material, Sphinx, and Astro
+// Starlight. Each site is laid out in a scratch folder from its fixture (tests/recipes/<tool>/:
+// package.json, its lockfile, and what the docs do not show, such as the rest of a minimal
+// site) plus the files the docs page gives in code blocks titled with a file name, so that
+// the docs and what is tested cannot drift apart. Then `npm ci`, `npm install --no-save` of
+// the packed tarball (what ships, not the source), the shell commands the docs' section gives
+// (copying the package's files where the tool wants them; its `npm install rate-limit-demo`
+// is what the tarball stands for), the tool's build, the output served on 127.0.0.1 and read
+// in Chromium: the widget is ready, answers six 200s then a 429 with its Retry-After, nothing
+// is logged, and the tool's page around it keeps working, through its own navigation too.
 //
+// The npm tools come from each fixture's lockfile; MkDocs, Material and Sphinx from
+// tests/recipes/.venv, which scripts/setup.sh makes from tests/recipes/requirements.txt.
 // Installing and building take a minute or two (Docusaurus most): when a fixture's own
 // node_modules is already installed from its lockfile (stamped as scripts/setup.sh stamps
 // its installs), it is hard-linked in place of `npm ci`. Every step is bounded, and the time
@@ -17,12 +21,14 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ARTIFACTS, REPO, collectEvents, events, open, start, whenReady, widgetLook } from "./harness.mjs";
 
 const DOC = join(REPO, "docs", "src", "embedding.md");
 const FIXTURES = join(REPO, "tests", "recipes");
+/** The Python recipes' tools, installed by scripts/setup.sh from tests/recipes/requirements.txt. */
+const VENV = join(FIXTURES, ".venv", "bin");
 /** A window boundary of 6/8s, late enough that every site has loaded on the fake clock. */
 const START = 24_000;
 const MINUTE = 60_000;
@@ -32,8 +38,11 @@ const BOUNDED = { timeout: 2 * MINUTE };
 /**
  * The recipes: the docs' section and the fixture; how to build and what to serve; the page
  * with the widget; where the wasm is loaded from (the package's own file, or the copy the
- * bundler put in the build); the packages whose versions the docs' table must name; and for
- * the sites, a page that links to the widget's and the site's dark mode switch.
+ * bundler put in the build); the packages whose versions the docs' table must name (`tools`
+ * from npm, `python` from the virtualenv); for a site that must be read at the address it
+ * was built for, that address (`origin`, from the docs' files) and what else its pages ask
+ * for; for a site with its own navigation, the page (`home`) whose link (`link`) leads to
+ * the widget's; and for a site with a dark mode switch, how to pick a scheme with it.
  */
 const RECIPES = [
   {
@@ -56,7 +65,8 @@ const RECIPES = [
     wasm: /^\/assets\/trickle_bg\.[\w-]+\.wasm$/,
     tools: { vitepress: "vitepress", vue: "Vue" },
     home: "index.html",
-    darkSwitch: (page) => page.locator(".VPNavBarAppearance button"),
+    // A toggle: each click switches to the other scheme.
+    scheme: (page) => page.locator(".VPNavBarAppearance button").click(),
   },
   {
     name: "Docusaurus",
@@ -68,26 +78,109 @@ const RECIPES = [
     wasm: /^\/[0-9a-f]+\.wasm$/,
     tools: { "@docusaurus/core": "@docusaurus/core", react: "React" },
     home: "",
-    darkSwitch: (page) => page.getByRole("button", { name: /dark and light mode/i }),
+    scheme: (page) => page.getByRole("button", { name: /dark and light mode/i }).click(),
     // A page whose widget is written with JSX's compare={true}.
     compare: "compare",
   },
+  {
+    name: "MkDocs with Material",
+    heading: "MkDocs with Material",
+    fixture: "mkdocs",
+    build: [join(VENV, "mkdocs"), ["build", "--strict"]],
+    output: "site",
+    page: "rate-limits/",
+    wasm: /^\/rate-limit-demo\/trickle_bg\.wasm$/,
+    tools: {},
+    python: { mkdocs: "mkdocs", "mkdocs-material": "mkdocs-material" },
+    // Material's instant navigation follows only links to the pages its sitemap lists, at
+    // site_url's port: the site is read at that address, answered from the local server.
+    origin: (files) => files.get("mkdocs.yml").match(/^site_url: (\S+)$/m)?.[1],
+    // Material's fonts come from Google Fonts, which this machine cannot reach; a reader's
+    // browser does. Answered empty, the page falls back to system fonts, without an error.
+    routes: [["https://fonts.googleapis.com/**", (route) => route.fulfill({ contentType: "text/css" })]],
+    home: "",
+    // Material's navigation sits inside <main> too: the link in the page's own text.
+    link: (page) => page.locator("article").getByRole("link", { name: "Rate limits", exact: true }),
+  },
+  {
+    name: "Sphinx",
+    heading: "Sphinx",
+    fixture: "sphinx",
+    // Warnings are errors: the page, its raw HTML and the settings build cleanly.
+    build: [join(VENV, "sphinx-build"), ["-W", "--keep-going", "-q", "-b", "html", "docs", "build"]],
+    output: "build",
+    page: "rate-limits.html",
+    wasm: /^\/_static\/trickle_bg\.wasm$/,
+    tools: {},
+    python: { sphinx: "Sphinx", alabaster: "alabaster" },
+  },
+  {
+    name: "Astro Starlight",
+    heading: "Astro Starlight",
+    fixture: "starlight",
+    build: ["node_modules/.bin/astro", ["build"]],
+    output: "dist",
+    page: "rate-limits/",
+    wasm: /^\/_astro\/trickle_bg\.[\w-]+\.wasm$/,
+    tools: { "@astrojs/starlight": "@astrojs/starlight", astro: "Astro" },
+    // A <select> of dark, light and auto, in the header at this width.
+    scheme: (page, scheme) =>
+      page.locator("starlight-theme-select select:visible").selectOption(scheme),
+  },
 ];
+
+/** The text of the docs' section `## heading`, up to the next. */
+function sectionOf(markdown, heading) {
+  const sections = markdown.split(/^## /m);
+  const section = sections.find((text) => text.split("\n", 1)[0].trim() === heading);
+  assert.ok(section, `docs/src/embedding.md has a section "## ${heading}"`);
+  return section;
+}
 
 /**
  * The files a section of the docs gives: every fenced code block whose info string names a
  * file, as in ```js title="docs/.vitepress/config.mjs"```, keyed by that name.
  */
 function filesIn(markdown, heading) {
-  const sections = markdown.split(/^## /m);
-  const section = sections.find((text) => text.split("\n", 1)[0].trim() === heading);
-  assert.ok(section, `docs/src/embedding.md has a section "## ${heading}"`);
+  const section = sectionOf(markdown, heading);
   const files = new Map();
   for (const [, path, body] of section.matchAll(/^```\w*\s+title="([^"]+)"\n([\s\S]*?)^```$/gm)) {
     files.set(path, body);
   }
   assert.ok(files.size > 0, `"## ${heading}" gives at least one file in a titled code block`);
   return files;
+}
+
+/** The install a section's commands start with; the test installs the packed tarball instead. */
+const INSTALL = /^npm install rate-limit-demo$/;
+
+/**
+ * The shell commands a section of the docs gives (its ```sh blocks), one script, but the
+ * `npm install rate-limit-demo` a reader runs first, which the packed tarball stands for.
+ */
+function commandsIn(markdown, heading) {
+  const section = sectionOf(markdown, heading);
+  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)]
+    .flatMap(([, body]) => body.split("\n"))
+    .filter((line) => line.trim() !== "" && !INSTALL.test(line.trim()))
+    .join("\n");
+}
+
+/** The version of a Python package installed in tests/recipes/.venv. */
+async function pythonVersion(name) {
+  const python = join(VENV, "python");
+  const script = "import importlib.metadata, sys; print(importlib.metadata.version(sys.argv[1]))";
+  return new Promise((resolve, reject) => {
+    execFile(python, ["-c", script, name], (error, stdout, stderr) => {
+      if (error?.code === "ENOENT") {
+        reject(new Error(`${python} is missing: scripts/setup.sh test makes the virtualenv`));
+      } else if (error) {
+        reject(new Error(`${name} is not installed in ${python}: ${stderr.trim()}`));
+      } else {
+        resolve(stdout.trim());
+      }
+    });
+  });
 }
 
 /** The versions the docs' table says were tested, as one line of text per recipe. */
@@ -116,15 +209,23 @@ function run(step, command, args, { cwd, timeout }) {
         timeout,
         killSignal: "SIGKILL",
         maxBuffer: 64 * 1024 * 1024,
-        // No update check, no colours in the messages a failure quotes.
-        env: { ...process.env, NO_UPDATE_NOTIFIER: "1", NO_COLOR: "1", FORCE_COLOR: "0", CI: "1" },
+        // No update check, no colours in the messages a failure quotes, no telemetry (this
+        // machine's network is closed anyway).
+        env: {
+          ...process.env,
+          NO_UPDATE_NOTIFIER: "1",
+          NO_COLOR: "1",
+          FORCE_COLOR: "0",
+          CI: "1",
+          ASTRO_TELEMETRY_DISABLED: "1",
+        },
       },
       (error, stdout, stderr) => {
         if (!error) return resolve(Math.round(performance.now() - began));
         const how = error.killed
           ? `timed out after ${timeout / 1000} s`
           : error.code === "ENOENT"
-            ? `${command} not found`
+            ? `${command} not found (scripts/setup.sh test installs the recipes' tools)`
             : `exit code ${error.code}`;
         reject(
           new Error(
@@ -193,13 +294,56 @@ describe("docs/src/embedding.md", () => {
 /** Answers the favicon request every page makes: a real site has one, the recipes show none. */
 const FAVICON = ["**/favicon.ico", (route) => route.fulfill({ status: 204 })];
 
-/** Presses Hit seven times at one instant; returns the decisions' details. */
+/**
+ * Presses Hit seven times at one instant, on a page whose fake clock is still short of
+ * START; returns the details of the decisions collected since `collectEvents` or the last
+ * `forgetEvents`.
+ */
 async function pressSeven(page) {
-  await collectEvents(page);
   await page.clock.pauseAt(START);
   const hit = page.locator('rate-limit-demo [part~="hit"]');
   for (let press = 0; press < 7; press++) await hit.click();
   return (await events(page)).map(({ detail }) => detail);
+}
+
+/** Empties what `events` returns; `collectEvents` adds a listener each call, so once is enough. */
+const forgetEvents = (page) => page.evaluate(() => (window.__decisions = []));
+
+/** Six 200s, then a 429 with its Retry-After, as the widget and its answer line say. */
+async function assertSixThen429(page, decisions) {
+  assert.deepEqual(
+    decisions.map(({ status }) => status),
+    [200, 200, 200, 200, 200, 200, 429],
+  );
+  assert.deepEqual(
+    decisions.map(({ used }) => used),
+    [1, 2, 3, 4, 5, 6, 6],
+  );
+  const denied = decisions.at(-1);
+  assert.equal(denied.allowed, false);
+  // The six slide out of the last 8 s from 32 s on; one token fits once
+  // 6 × (8000 − e)/8000 + 1 ≤ 6, at e = 1334 ms: 9334 ms after 24 s, 10 s in the header.
+  assert.equal(denied.retryAfterMs, 9_334);
+  assert.equal(denied.retryAfter, 10);
+  assert.match(
+    await page.locator('rate-limit-demo [part~="answer"]').textContent(),
+    /^429 Too Many Requests · Retry-After: 10\b/,
+  );
+}
+
+/**
+ * A route that answers every request for `origin` (a site's own address) from the local
+ * server in `session`, so that a site is read at the address it was built for.
+ */
+function servedAt(origin, session) {
+  return [
+    `${origin}**`,
+    async (route) => {
+      const { pathname, search } = new URL(route.request().url());
+      const local = new URL(pathname + search, session.url).href;
+      await route.fulfill({ response: await route.fetch({ url: local, maxRedirects: 0 }) });
+    },
+  ];
 }
 
 /** The widget's colour scheme and whether its card is drawn dark. */
@@ -214,7 +358,22 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
     let project;
     let session;
     let docs;
+    let origin;
     const took = {};
+
+    /**
+     * Opens `path` of the built site as `open` does, at the site's own address when it has
+     * one, with the recipe's routes and the favicon's.
+     */
+    const visit = (options) => {
+      const at = origin === undefined ? session : { ...session, url: origin };
+      const routes = [
+        ...(origin === undefined ? [] : [servedAt(origin, session)]),
+        ...(recipe.routes ?? []),
+        FAVICON,
+      ];
+      return open(at, { ...options, routes });
+    };
 
     before(async () => {
       docs = await readFile(DOC, "utf8");
@@ -228,11 +387,16 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
       project = join(scratch, recipe.fixture);
       await cp(join(FIXTURES, recipe.fixture), project, {
         recursive: true,
-        filter: (source) => !/[/\\](node_modules|build|dist|cache|\.docusaurus)$/.test(source),
+        filter: (source) => !/[/\\](node_modules|build|dist|site|cache|\.docusaurus|\.astro)$/.test(source),
       });
-      for (const [path, body] of filesIn(docs, recipe.heading)) {
+      const files = filesIn(docs, recipe.heading);
+      for (const [path, body] of files) {
         await mkdir(dirname(join(project, path)), { recursive: true });
         await writeFile(join(project, path), body);
+      }
+      if (recipe.origin) {
+        origin = recipe.origin(files);
+        assert.ok(origin, `the ${recipe.name} recipe's files name the site's address`);
       }
       // The lockfile pins every version, so npm's cache may answer without asking the registry.
       const npm = ["--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"];
@@ -250,9 +414,16 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
         cwd: project,
         timeout: 2 * MINUTE,
       });
+      const commands = commandsIn(docs, recipe.heading);
+      if (commands !== "") {
+        took.commands = await run("the docs' commands", "bash", ["-euo", "pipefail", "-c", commands], {
+          cwd: project,
+          timeout: MINUTE,
+        });
+      }
       if (recipe.build) {
         const [command, args] = recipe.build;
-        took.build = await run(`${recipe.name} build`, join(project, command), args, {
+        took.build = await run(`${recipe.name} build`, resolve(project, command), args, {
           cwd: project,
           timeout: 8 * MINUTE,
         });
@@ -285,41 +456,24 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
         const { version } = await json(project, "node_modules", name, "package.json");
         assert.ok(row.includes(`${label} ${version}`), `the table says ${label} ${version}: ${row}`);
       }
+      for (const [name, label] of Object.entries(recipe.python ?? {})) {
+        const version = await pythonVersion(name);
+        assert.ok(row.includes(`${label} ${version}`), `the table says ${label} ${version}: ${row}`);
+      }
     });
 
     it("answers a reader pressing Hit: six 200s, then a 429 with Retry-After", BOUNDED, async () => {
-      const { page, problems } = await open(session, {
-        path: recipe.page,
-        clock: true,
-        routes: [FAVICON],
-      });
+      const { page, problems } = await visit({ path: recipe.page, clock: true });
       assert.deepEqual(await whenReady(page), [true]);
-      const decisions = await pressSeven(page);
-      assert.deepEqual(
-        decisions.map(({ status }) => status),
-        [200, 200, 200, 200, 200, 200, 429],
-      );
-      assert.deepEqual(
-        decisions.map(({ used }) => used),
-        [1, 2, 3, 4, 5, 6, 6],
-      );
-      const denied = decisions.at(-1);
-      assert.equal(denied.allowed, false);
-      // The six slide out of the last 8 s from 32 s on; one token fits once
-      // 6 × (8000 − e)/8000 + 1 ≤ 6, at e = 1334 ms: 9334 ms after 24 s, 10 s in the header.
-      assert.equal(denied.retryAfterMs, 9_334);
-      assert.equal(denied.retryAfter, 10);
-      assert.match(
-        await page.locator('rate-limit-demo [part~="answer"]').textContent(),
-        /^429 Too Many Requests · Retry-After: 10\b/,
-      );
+      await collectEvents(page);
+      await assertSixThen429(page, await pressSeven(page));
       const screenshot = join(ARTIFACTS, `recipe-${recipe.fixture}.png`);
       await page.screenshot({ path: screenshot, fullPage: true });
       assert.deepEqual(problems, []);
     });
 
     it("loads the element's wasm from where the recipe puts it", BOUNDED, async () => {
-      const { page, problems } = await open(session, { path: recipe.page, routes: [FAVICON] });
+      const { page, problems } = await visit({ path: recipe.page });
       assert.deepEqual(await whenReady(page), [true]);
       const loaded = await page.evaluate(() =>
         performance.getEntriesByType("resource").map(({ name }) => new URL(name).pathname),
@@ -332,7 +486,7 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
 
     if (recipe.compare !== undefined) {
       it(`takes ${recipe.name}'s compare={true} as compare mode`, BOUNDED, async () => {
-        const { page, problems } = await open(session, { path: recipe.compare, routes: [FAVICON] });
+        const { page, problems } = await visit({ path: recipe.compare });
         assert.deepEqual(await whenReady(page), [true]);
         assert.equal(await page.locator('rate-limit-demo [part~="row"]').count(), 2);
         await collectEvents(page);
@@ -350,40 +504,61 @@ for (const recipe of RECIPES.filter(({ fixture }) => !ONLY || ONLY.includes(fixt
     }
 
     if (recipe.home !== undefined) {
-      it(`works when reached by ${recipe.name}'s own navigation from another page`, BOUNDED, async () => {
-        const { page, problems } = await open(session, { path: recipe.home, routes: [FAVICON] });
+      const title = `works when reached by ${recipe.name}'s own navigation, and again after leaving`;
+      it(title, BOUNDED, async () => {
+        const { page, problems } = await visit({ path: recipe.home, clock: true });
         await page.waitForLoadState("load");
         assert.equal(await page.locator("rate-limit-demo").count(), 0);
         // Marks this document, to tell a client-side route change from a new document.
         await page.evaluate(() => (window.__sameDocument = true));
-        await page.getByRole("main").getByRole("link", { name: "Rate limits", exact: true }).click();
-        await page.locator("rate-limit-demo").waitFor();
+        await collectEvents(page);
+        // Counted from the network, since the fake clock hides the page's resource timings.
+        const wasmRequests = [];
+        page.on("request", (request) => {
+          if (new URL(request.url()).pathname.endsWith(".wasm")) wasmRequests.push(request.url());
+        });
+        const link =
+          recipe.link ??
+          ((page) => page.getByRole("main").getByRole("link", { name: "Rate limits", exact: true }));
+        const widget = page.locator("rate-limit-demo");
+
+        await link(page).click();
+        await widget.waitFor();
         assert.deepEqual(await whenReady(page), [true]);
         // A client-side route change, not a new document: the site's router stayed in charge.
         assert.equal(await page.evaluate(() => window.__sameDocument), true);
-        await collectEvents(page);
-        await page.locator('rate-limit-demo [part~="hit"]').click();
+        await widget.locator('[part~="hit"]').click();
         assert.deepEqual(
           (await events(page)).map(({ detail }) => detail.status),
           [200],
         );
+
+        // Back to the first page and forward again by the link: the site's router puts in a
+        // new widget, which the element, defined once, upgrades; it starts empty.
+        await page.goBack();
+        await widget.waitFor({ state: "detached" });
+        await link(page).click();
+        await widget.waitFor();
+        assert.deepEqual(await whenReady(page), [true]);
+        assert.equal(await page.evaluate(() => window.__sameDocument), true);
+        await forgetEvents(page);
+        await assertSixThen429(page, await pressSeven(page));
+        // One WebAssembly download for the whole visit, however many widgets came and went.
+        assert.equal(wasmRequests.length, 1, wasmRequests.join("\n"));
         assert.deepEqual(problems, []);
       });
+    }
 
+    if (recipe.scheme !== undefined) {
       it(`turns dark and back with ${recipe.name}'s dark mode switch`, BOUNDED, async () => {
-        const { page, problems } = await open(session, {
-          path: recipe.page,
-          colorScheme: "light",
-          routes: [FAVICON],
-        });
-        // Wide enough that both tools show their switch in the navigation bar, not a menu.
+        const { page, problems } = await visit({ path: recipe.page, colorScheme: "light" });
+        // Wide enough that every tool shows its switch in the navigation bar, not a menu.
         await page.setViewportSize({ width: 1400, height: 900 });
         assert.deepEqual(await whenReady(page), [true]);
         assert.equal((await darkness(page)).dark, false, "light at first");
-        const toggle = recipe.darkSwitch(page);
-        await toggle.click();
+        await recipe.scheme(page, "dark");
         assert.deepEqual(await darkness(page), { colorScheme: "dark", dark: true }, "dark");
-        await toggle.click();
+        await recipe.scheme(page, "light");
         assert.equal((await darkness(page)).dark, false, "light again");
         assert.deepEqual(problems, []);
       });
