@@ -75,6 +75,7 @@ replay: cli
 # compare mode and live mode each add.
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
+	@node scripts/figures.mjs record size "make size" target/package/size.json
 	@echo "compare mode adds:"
 	@scripts/size.sh $(PACKAGE_DIR)/dist/compare.js
 	@echo "live mode adds:"
@@ -86,6 +87,7 @@ size: package
 accuracy:
 	$(CARGO) run --release --locked --example accuracy > target/accuracy.md.part
 	@mv target/accuracy.md.part target/accuracy.md
+	@node scripts/figures.mjs record-table accuracy "make accuracy" target/accuracy.md
 	@cat target/accuracy.md
 
 # The docs site: the mdBook in docs/, built into target/docs/ with the widget embedded the
@@ -95,6 +97,7 @@ accuracy:
 docs: package
 	@scripts/setup.sh book
 	node scripts/reference.mjs --write docs/src/reference.md
+	node scripts/figures.mjs check
 	cp $(PACKAGE_DIR)/dist/*.js $(PACKAGE_DIR)/dist/*.wasm docs/src/
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
@@ -169,4 +172,4 @@ bench: setup-test site
 	node benches/widget-frames.mjs
 	node benches/time-to-interactive.mjs
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm > /dev/null
-	@node benches/report.mjs
+	@node benches/report.mjs --json

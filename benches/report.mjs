@@ -2,9 +2,13 @@
 // target/criterion/, the others under target/bench/) and prints one Markdown table, each
 // figure against its baseline from the same run, its goal, and the command that measures it.
 //
-// `node benches/report.mjs` after the benchmarks have run.
+// `node benches/report.mjs` after the benchmarks have run; with `--json`, it also writes
+// docs/figures/bench.json, where the docs read every figure from (scripts/figures.mjs):
+// each row's numbers by its id (`tower.c8.p50.ratio`), and the table itself.
 
 import { readFileSync } from "node:fs";
+
+import { write } from "../scripts/figures.mjs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -37,11 +41,21 @@ function bytesPerKey(command) {
 }
 
 const rows = [];
+/** Every row's numbers as the table writes them, by `ID.ours`, `ID.baseline`, `ID.ratio`,
+ * `ID.goal` and `ID.verdict`, and a few more a page quotes. */
+const figures = {};
 
 /** A row comparing ours with a baseline: lower is better, the goal a largest ratio. */
-function compare(figure, ours, baseline, unit, goal, command) {
+function compare(id, figure, ours, baseline, unit, goal, command) {
   const ratio = ours / baseline;
   const verdict = goal === undefined ? "" : ratio <= goal ? "met" : `missed: ${formatRatio(ratio / goal)} the goal`;
+  Object.assign(figures, {
+    [`${id}.ours`]: `${format(ours)} ${unit}`,
+    [`${id}.baseline`]: `${format(baseline)} ${unit}`,
+    [`${id}.ratio`]: formatRatio(ratio),
+    [`${id}.goal`]: goal === undefined ? "none" : `≤ ${goal.toFixed(1)}×`,
+    [`${id}.verdict`]: verdict || "no goal",
+  });
   rows.push([
     figure,
     `${format(ours)} ${unit}`,
@@ -54,9 +68,14 @@ function compare(figure, ours, baseline, unit, goal, command) {
 }
 
 /** A row with a figure of its own and a largest value for a goal. */
-function absolute(figure, value, unit, goal, command) {
+function absolute(id, figure, value, unit, goal, command) {
   const verdict = value <= goal ? "met" : `missed by ${format(value - goal)} ${unit}`;
   const target = goal === 0 ? `${goal} ${unit}` : `≤ ${goal} ${unit}`;
+  Object.assign(figures, {
+    [`${id}.ours`]: `${format(value)} ${unit}`,
+    [`${id}.goal`]: target,
+    [`${id}.verdict`]: verdict,
+  });
   rows.push([figure, `${format(value)} ${unit}`, "", "", target, verdict, `\`${command}\``]);
 }
 
@@ -78,13 +97,14 @@ for (const [bench, name, goal] of [
   ["sliding_log", "sliding log `hit`", undefined],
   ["fixed_window", "fixed window `hit`", undefined],
 ]) {
-  compare(`${name} vs governor \`check\`, one bucket`, criterionNs("direct", bench, DIRECT), governorDirect, "ns", goal, DIRECT);
+  compare(`direct.${bench}`, `${name} vs governor \`check\`, one bucket`, criterionNs("direct", bench, DIRECT), governorDirect, "ns", goal, DIRECT);
 }
 
 const KEYED = "cargo bench --bench keyed";
 for (const keys of [10_000, 1_000_000]) {
   const group = `keyed_${keys}`;
   compare(
+    `keyed.k${keys}`,
     `keyed floating window vs governor \`check_key\` (DashMap), ${format(keys)} keys`,
     criterionNs(group, "floating", KEYED),
     criterionNs(group, "governor", KEYED),
@@ -98,6 +118,7 @@ for (const keys of [10_000, 1_000_000]) {
 for (const threads of [1, 2]) {
   const group = "threads_10000";
   compare(
+    `concurrent.t${threads}`,
     `concurrent keyed floating window vs governor \`check_key\` (DashMap), shared by ${threads} thread${threads === 1 ? "" : "s"}, 10,000 keys, CPU time per decision`,
     criterionNs(group, `concurrent_${threads}`, KEYED),
     criterionNs(group, `governor_${threads}`, KEYED),
@@ -109,8 +130,8 @@ for (const threads of [1, 2]) {
 
 const HEAP = "cargo run --release --example heap_per_key";
 for (const [keys, { ours, governor, concurrent }] of Object.entries(bytesPerKey(HEAP))) {
-  compare(`heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, ours, governor, "B", 1.0, HEAP);
-  compare(`concurrent keyed limiter's heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, concurrent, governor, "B", 1.0, HEAP);
+  compare(`heap.keyed.k${keys}`, `heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, ours, governor, "B", 1.0, HEAP);
+  compare(`heap.concurrent.k${keys}`, `concurrent keyed limiter's heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, concurrent, governor, "B", 1.0, HEAP);
 }
 
 // A decision on Redis is a round trip plus the server running the script, so the baseline is
@@ -123,9 +144,10 @@ for (const [percentile, key] of [
   ["p50", "p50Us"],
   ["p99", "p99Us"],
 ]) {
-  compare(`Redis floating window script vs \`INCRBY\`, ${percentile} latency per decision, ${redisSetup}`, redisLoad.script[key], redisLoad.incrby[key], "µs", 1.5, REDIS);
+  compare(`redis.script.${percentile}`, `Redis floating window script vs \`INCRBY\`, ${percentile} latency per decision, ${redisSetup}`, redisLoad.script[key], redisLoad.incrby[key], "µs", 1.5, REDIS);
 }
 compare(
+  "redis.script.throughput",
   `Redis floating window script vs \`INCRBY\`, throughput (higher is better), ${redisSetup}`,
   redisLoad.script.perSecond,
   redisLoad.incrby.perSecond,
@@ -140,6 +162,7 @@ for (const [percentile, key] of [
   ["p99", "p99Us"],
 ]) {
   compare(
+    `redis.reserveSettle.${percentile}`,
     `Redis reserve + settle (two scripts, two round trips) vs \`INCRBY\`, ${percentile} latency per request, ${redisSetup}, limit ${redisLoad.reserveSettleLimit}`,
     redisLoad.reserveSettle[key],
     redisLoad.incrby[key],
@@ -150,6 +173,7 @@ for (const [percentile, key] of [
 }
 const misadmitted = Math.max(...redisLoad.allowed.map((allowed) => Math.abs(allowed - redisLoad.expectedAllowed)));
 absolute(
+  "redis.misadmitted",
   `Redis admissions off the core's count, ${redisLoadShape} at a frozen clock, each of ${redisLoad.rounds} rounds, limit ${redisLoad.limit} (admitted ${redisLoad.allowed.map(format).join(", ")} of ${format(redisLoad.connections * redisLoad.decisionsPerConnection)}; the core ${format(redisLoad.expectedAllowed)})`,
   misadmitted,
   "decisions",
@@ -163,11 +187,13 @@ const HTTP = "cargo bench -p trickle-tower --features redis --bench http_load";
 const httpLoad = JSON.parse(read("bench/http-load.json", HTTP));
 for (const shape of httpLoad.shapes) {
   const setup = `${shape.connections} keep-alive connection${shape.connections === 1 ? "" : "s"}, ${format(httpLoad.requests)} requests, median of ${httpLoad.rounds} rounds`;
-  compare(`tower layer in process vs no layer, p50 latency of a trivial handler, ${setup}`, shape.inProcess.p50Us, shape.bare.p50Us, "µs", 1.1, HTTP);
-  compare(`tower layer in process vs no layer, p99 latency, ${setup}`, shape.inProcess.p99Us, shape.bare.p99Us, "µs", undefined, HTTP);
-  compare(`tower layer on Redis vs no layer, p50 latency (two script round trips a request), ${setup}`, shape.redis.p50Us, shape.bare.p50Us, "µs", undefined, HTTP);
+  const c = `tower.c${shape.connections}`;
+  compare(`${c}.inProcess.p50`, `tower layer in process vs no layer, p50 latency of a trivial handler, ${setup}`, shape.inProcess.p50Us, shape.bare.p50Us, "µs", 1.1, HTTP);
+  compare(`${c}.inProcess.p99`, `tower layer in process vs no layer, p99 latency, ${setup}`, shape.inProcess.p99Us, shape.bare.p99Us, "µs", undefined, HTTP);
+  compare(`${c}.redis.p50`, `tower layer on Redis vs no layer, p50 latency (two script round trips a request), ${setup}`, shape.redis.p50Us, shape.bare.p50Us, "µs", undefined, HTTP);
   for (const variant of ["inProcess", "redis"]) {
     compare(
+      `${c}.${variant}.throughput`,
       `tower layer ${variant === "redis" ? "on Redis" : "in process"} vs no layer, throughput (higher is better), ${setup}`,
       shape[variant].perSecond,
       shape.bare.perSecond,
@@ -180,7 +206,7 @@ for (const shape of httpLoad.shapes) {
 
 const WASM = "node benches/wasm-hit.mjs";
 const wasm = JSON.parse(read("bench/wasm-hit.json", WASM));
-compare("wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);
+compare("wasm.hit", "wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);
 
 const WIDGET = "node benches/widget-frames.mjs";
 const widget = JSON.parse(read("bench/widget-frames.json", WIDGET));
@@ -190,6 +216,7 @@ for (const [name, frames] of [
 ]) {
   const { cpu, wall } = frames;
   absolute(
+    `frames.${name === "one widget" ? "one" : "compare"}`,
     `widget script CPU time per frame, ${name}, p95 of ${frames.frames} frames (p50 ${format(cpu.p50Ms)}, max ${format(cpu.maxMs)} ms; wall p95 ${format(wall.p95Ms)} ms)`,
     cpu.p95Ms,
     "ms",
@@ -197,11 +224,13 @@ for (const [name, frames] of [
     WIDGET,
   );
 }
-absolute(`animation frames requested in ${widget.idle.seconds} s idle`, widget.idle.frames, "frames", 0, WIDGET);
+absolute("frames.idle", `animation frames requested in ${widget.idle.seconds} s idle`, widget.idle.frames, "frames", 0, WIDGET);
 
 const TTI = "node benches/time-to-interactive.mjs";
 const tti = JSON.parse(read("bench/time-to-interactive.json", TTI));
+figures["tti.bareLoad"] = `${format(tti.bareLoadMs)} ms`;
 absolute(
+  "tti.ready",
   `docs page: navigation to the first widget's \`ready\`, median of ${tti.loads} loads (the same page without the widget: load event at ${format(tti.bareLoadMs)} ms)`,
   tti.readyMs,
   "ms",
@@ -211,7 +240,9 @@ absolute(
 
 const SIZE = "make size";
 const size = JSON.parse(read("package/size.json", SIZE));
+for (const { file, gzip } of size.files) figures[`size.${file}`] = `${format(gzip)} B`;
 absolute(
+  "size.total",
   `what a page downloads for one widget, gzip -9 (${size.files.map(({ file, gzip }) => `${file} ${format(gzip)}`).join(", ")})`,
   size.total,
   "B",
@@ -220,6 +251,13 @@ absolute(
 );
 
 const header = ["figure", "ours", "baseline", "ratio", "goal", "", "command"];
-console.log(`| ${header.join(" | ")} |`);
-console.log(`|${header.map((_, n) => (n >= 1 && n <= 3 ? "---:" : "---")).join("|")}|`);
-for (const row of rows) console.log(`| ${row.join(" | ")} |`);
+const table = [
+  `| ${header.join(" | ")} |`,
+  `|${header.map((_, n) => (n >= 1 && n <= 3 ? "---:" : "---")).join("|")}|`,
+  ...rows.map((row) => `| ${row.join(" | ")} |`),
+].join("\n");
+console.log(table);
+if (process.argv.includes("--json")) {
+  write("bench", "make bench", { figures, tables: { benchmarks: table } });
+  console.log("wrote docs/figures/bench.json");
+}
