@@ -100,7 +100,7 @@ function preprocess() {
 
 /**
  * What a measured figure looks like in prose: a time below a second, or one with a
- * fraction; a size in bytes; a ratio (`1.05×`, not the product `4 × 0.625`); a percentage;
+ * fraction; a size (`27,120 B`, `1,179,648 bytes`); a ratio (`1.05×`, not the product `4 × 0.625`); a percentage;
  * a rate. A page may state such a number only through a placeholder, or list it in
  * docs/figures/not-measured.txt as a number that is no measurement (a limit, a default, a
  * worked example's arithmetic), with why.
@@ -108,7 +108,7 @@ function preprocess() {
 const MEASURED = [
   /(?<![\w.\/^])\d[\d,]*(?:\.\d+)?\s?(?:ns|µs|us)\b/g,
   /(?<![\w.\/^])\d[\d,]*\.\d+\s?(?:ms|s)\b/g,
-  /(?<![\w.\/^])\d[\d,]*(?:\.\d+)?\s?(?:kB|KB|KiB|MB|MiB|GB|B)\b/g,
+  /(?<![\w.\/^])\d[\d,]*(?:\.\d+)?\s?(?:kB|KB|KiB|MB|MiB|GB|B|bytes?)\b/g,
   /(?<![\w.\/^])\d[\d,]*(?:\.\d+)?\s?×(?!\s*\d)/g,
   /(?<![\w.\/^])\d[\d,]*(?:\.\d+)?\s?%/g,
   /(?<![\w.\/^])\d[\d,]*(?:\.\d+)?\s?(?:requests|decisions|hits)\/s\b/g,
