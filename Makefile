@@ -72,13 +72,15 @@ replay: cli
 	@cat target/replay.summary
 
 # What a docs page downloads for one widget, gzip -9 as a server would send it, and what
-# compare mode and live mode each add.
+# compare mode and live mode each add; then docs/figures/size.json for the docs, with where
+# the bytes go (each module of the bundle, the wasm's code and data).
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
 	@echo "compare mode adds:"
-	@scripts/size.sh $(PACKAGE_DIR)/dist/compare.js
+	@scripts/size.sh --json target/package/size-compare.json $(PACKAGE_DIR)/dist/compare.js
 	@echo "live mode adds:"
-	@scripts/size.sh $(PACKAGE_DIR)/dist/live.js
+	@scripts/size.sh --json target/package/size-live.json $(PACKAGE_DIR)/dist/live.js
+	@node scripts/size-figures.mjs
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
 # the fixed window and the token bucket against the sliding log, as the README's table.
@@ -86,6 +88,7 @@ size: package
 accuracy:
 	$(CARGO) run --release --locked --example accuracy > target/accuracy.md.part
 	@mv target/accuracy.md.part target/accuracy.md
+	@node scripts/figures.mjs record-table accuracy "make accuracy" target/accuracy.md
 	@cat target/accuracy.md
 
 # The docs site: the mdBook in docs/, built into target/docs/ with the widget embedded the
@@ -95,6 +98,7 @@ accuracy:
 docs: package
 	@scripts/setup.sh book
 	node scripts/reference.mjs --write docs/src/reference.md
+	node scripts/figures.mjs check
 	cp $(PACKAGE_DIR)/dist/*.js $(PACKAGE_DIR)/dist/*.wasm docs/src/
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
@@ -153,20 +157,30 @@ FUZZ_TIME ?= 300
 fuzz:
 	FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh
 
-# The README's benchmark table: criterion against governor, heap bytes per key, the floating
+# The benchmark table of docs/src/performance.md: criterion against governor, heap bytes per key, the floating
 # window on a private redis-server against INCRBY, the wasm bindings against plain JS in
 # Node, the widget's animation frames in Chromium, each against its baseline in the same run;
-# then the table. A few minutes; not part of `make test`.
+# then what the docs quote beside it (the layer's own work per request, a keyed limiter's
+# table under a million keys, the server's memory under a flood of client ids, a config of
+# 30,000 routes), the table, and docs/figures/bench.json (size.json comes from `size`).
+# Several minutes, builds included (bench.json's `run.minutes` says how many); not part of
+# `make test`.
 .PHONY: bench
-bench: setup-test site
+bench: setup-test site size cli
+	@mkdir -p target/bench
+	@date +%s > target/bench/started
 	$(CARGO) bench --locked --bench decisions --bench keyed
 	$(CARGO) bench --locked -p trickle-redis --bench load
 	$(CARGO) bench --locked -p trickle-tower --features redis --bench http_load
-	@mkdir -p target/bench
 	$(CARGO) run --locked --release --example heap_per_key > target/bench/bytes-per-key.csv
 	@cat target/bench/bytes-per-key.csv
+	$(CARGO) run --locked --release --example keyed_load > target/bench/keyed-load.csv
+	@cat target/bench/keyed-load.csv
+	$(CARGO) run --locked --release -p trickle-tower --example layer_cost -- --json target/bench/layer-cost.json
+	$(CARGO) test --locked --release -p trickle-cli --test attacks -- --ignored --exact rss_under_a_flood_of_distinct_client_ids --nocapture
+	node scripts/hostile-connections.mjs --routes-only --json target/bench/routes.json target/release/trickle
 	node benches/wasm-hit.mjs
 	node benches/widget-frames.mjs
 	node benches/time-to-interactive.mjs
-	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm > /dev/null
-	@node benches/report.mjs
+	@date +%s > target/bench/finished
+	@node benches/report.mjs --json

@@ -8,7 +8,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use common::{direct_stream, governor_quota, limit, Replay};
+use common::{direct_stream, governor_quota, limit, report_share, Replay};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::FakeRelativeClock;
 use governor::RateLimiter;
@@ -29,7 +29,8 @@ fn ours<S: State + Default>(
         now_ms += gap_ms;
         black_box(bucket.hit(now_ms, 1)).is_allowed()
     };
-    report_share(name, replay.run(STREAM_LEN as u64, &mut decide));
+    let allowed = replay.run(STREAM_LEN as u64, &mut decide);
+    report_share("direct", name, allowed, STREAM_LEN as u64);
     group.bench_function(name, |b| {
         b.iter_custom(|iters| replay.time(iters, &mut decide))
     });
@@ -45,19 +46,11 @@ fn governor_gcra(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime
         }
         black_box(limiter.check()).is_ok()
     };
-    report_share("governor", replay.run(STREAM_LEN as u64, &mut decide));
+    let allowed = replay.run(STREAM_LEN as u64, &mut decide);
+    report_share("direct", "governor", allowed, STREAM_LEN as u64);
     group.bench_function("governor", |b| {
         b.iter_custom(|iters| replay.time(iters, &mut decide))
     });
-}
-
-/// Says what share of the stream a limiter allowed, to show that both sides decide a
-/// similar mix of allowed and denied requests.
-fn report_share(name: &str, allowed: u64) {
-    println!(
-        "direct/{name}: {:.1}% of {STREAM_LEN} requests allowed",
-        100.0 * allowed as f64 / STREAM_LEN as f64
-    );
 }
 
 fn direct(c: &mut Criterion) {

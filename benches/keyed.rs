@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use common::{governor_quota, keyed_stream, limit, requests_in_windows, Key, Replay, Step};
+use common::{
+    governor_quota, keyed_stream, limit, report_share, requests_in_windows, Key, Replay, Step,
+};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::FakeRelativeClock;
@@ -65,7 +67,7 @@ fn governor_keyed(group: &mut BenchmarkGroup<'_, WallTime>, keys: u64, stream: V
 
 /// Replays three windows' worth of requests, which brings in every key and takes both
 /// limiters past their first burst (governor's lasts two windows at 1.5 × N per W), and says
-/// what share of the third window was allowed.
+/// what share of the third window was allowed (`report_share`).
 fn warm_up(
     keys: u64,
     name: &str,
@@ -75,10 +77,7 @@ fn warm_up(
     let window = requests_in_windows(limit(), keys, 1);
     replay.run(2 * window, &mut decide);
     let allowed = replay.run(window, &mut decide);
-    println!(
-        "keyed_{keys}/{name}: {:.1}% of the third window's {window} requests allowed",
-        100.0 * allowed as f64 / window as f64
-    );
+    report_share(&format!("keyed_{keys}"), name, allowed, window);
 }
 
 /// Deals a stream to `threads` threads in turn, so that each sees every key, mixed as the
@@ -140,10 +139,7 @@ fn threaded_bench(
     let window = requests_in_windows(limit(), keys, 1);
     run_threads(&mut replays, 2 * window, decide);
     let (_, allowed) = run_threads(&mut replays, window, decide);
-    println!(
-        "threads_{keys}/{name}: {:.1}% of the third window's {window} requests allowed",
-        100.0 * allowed as f64 / window as f64
-    );
+    report_share(&format!("threads_{keys}"), name, allowed, window);
     group.bench_function(name, |b| {
         b.iter_custom(|iters| run_threads(&mut replays, iters, decide).0)
     });

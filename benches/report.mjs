@@ -2,11 +2,16 @@
 // target/criterion/, the others under target/bench/) and prints one Markdown table, each
 // figure against its baseline from the same run, its goal, and the command that measures it.
 //
-// `node benches/report.mjs` after the benchmarks have run.
+// `node benches/report.mjs` after the benchmarks have run; with `--json`, it also writes
+// docs/figures/bench.json, where the docs read every figure from (scripts/figures.mjs):
+// each row's numbers by its id (`tower.c8.p50.ratio`), and the table itself.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { write } from "../scripts/figures.mjs";
+import { SIZE_GOAL_BYTES } from "../scripts/size-figures.mjs";
 
 const TARGET = join(fileURLToPath(new URL("..", import.meta.url)), "target");
 
@@ -37,11 +42,21 @@ function bytesPerKey(command) {
 }
 
 const rows = [];
+/** Every row's numbers as the table writes them, by `ID.ours`, `ID.baseline`, `ID.ratio`,
+ * `ID.goal` and `ID.verdict`, and a few more a page quotes. */
+const figures = {};
 
 /** A row comparing ours with a baseline: lower is better, the goal a largest ratio. */
-function compare(figure, ours, baseline, unit, goal, command) {
+function compare(id, figure, ours, baseline, unit, goal, command) {
   const ratio = ours / baseline;
-  const verdict = goal === undefined ? "" : ratio <= goal ? "met" : `missed: ${formatRatio(ratio / goal)} the goal`;
+  const verdict = goal === undefined ? "" : ratio <= goal ? "met" : `missed: ${overGoal(ratio / goal)} the goal`;
+  Object.assign(figures, {
+    [`${id}.ours`]: `${format(ours)} ${unit}`,
+    [`${id}.baseline`]: `${format(baseline)} ${unit}`,
+    [`${id}.ratio`]: formatRatio(ratio),
+    [`${id}.goal`]: goal === undefined ? "none" : `≤ ${goal.toFixed(1)}×`,
+    [`${id}.verdict`]: verdict || "no goal",
+  });
   rows.push([
     figure,
     `${format(ours)} ${unit}`,
@@ -54,9 +69,14 @@ function compare(figure, ours, baseline, unit, goal, command) {
 }
 
 /** A row with a figure of its own and a largest value for a goal. */
-function absolute(figure, value, unit, goal, command) {
+function absolute(id, figure, value, unit, goal, command) {
   const verdict = value <= goal ? "met" : `missed by ${format(value - goal)} ${unit}`;
-  const target = goal === 0 ? `${goal} ${unit}` : `≤ ${goal} ${unit}`;
+  const target = goal === 0 ? `${goal} ${unit}` : `≤ ${format(goal)} ${unit}`;
+  Object.assign(figures, {
+    [`${id}.ours`]: `${format(value)} ${unit}`,
+    [`${id}.goal`]: target,
+    [`${id}.verdict`]: verdict,
+  });
   rows.push([figure, `${format(value)} ${unit}`, "", "", target, verdict, `\`${command}\``]);
 }
 
@@ -70,6 +90,18 @@ function formatRatio(ratio) {
   return `${ratio.toLocaleString("en-US", { maximumFractionDigits: ratio < 100 ? 2 : 0 })}×`;
 }
 
+/** How far past its goal a ratio is: with a third decimal where two would round it to the
+ * goal itself, so that a miss never reads "missed: 1× the goal". */
+function overGoal(times) {
+  const shown = formatRatio(times);
+  return shown === "1×" ? `${times.toFixed(3)}×` : shown;
+}
+
+/** A share, as the docs write it: "55.2%". */
+function percent(share) {
+  return `${(100 * share).toFixed(1)}%`;
+}
+
 const DIRECT = "cargo bench --bench decisions";
 const governorDirect = criterionNs("direct", "governor", DIRECT);
 for (const [bench, name, goal] of [
@@ -78,13 +110,14 @@ for (const [bench, name, goal] of [
   ["sliding_log", "sliding log `hit`", undefined],
   ["fixed_window", "fixed window `hit`", undefined],
 ]) {
-  compare(`${name} vs governor \`check\`, one bucket`, criterionNs("direct", bench, DIRECT), governorDirect, "ns", goal, DIRECT);
+  compare(`direct.${bench}`, `${name} vs governor \`check\`, one bucket`, criterionNs("direct", bench, DIRECT), governorDirect, "ns", goal, DIRECT);
 }
 
 const KEYED = "cargo bench --bench keyed";
 for (const keys of [10_000, 1_000_000]) {
   const group = `keyed_${keys}`;
   compare(
+    `keyed.k${keys}`,
     `keyed floating window vs governor \`check_key\` (DashMap), ${format(keys)} keys`,
     criterionNs(group, "floating", KEYED),
     criterionNs(group, "governor", KEYED),
@@ -98,6 +131,7 @@ for (const keys of [10_000, 1_000_000]) {
 for (const threads of [1, 2]) {
   const group = "threads_10000";
   compare(
+    `concurrent.t${threads}`,
     `concurrent keyed floating window vs governor \`check_key\` (DashMap), shared by ${threads} thread${threads === 1 ? "" : "s"}, 10,000 keys, CPU time per decision`,
     criterionNs(group, `concurrent_${threads}`, KEYED),
     criterionNs(group, `governor_${threads}`, KEYED),
@@ -107,10 +141,21 @@ for (const threads of [1, 2]) {
   );
 }
 
+// What share of each stream each limiter allowed (the benchmarks write it before timing), so
+// that the docs can say both sides of a ratio decide a similar mix: `allowed.direct.governor`.
+const SHARES = `${DIRECT} --bench keyed`;
+read("bench/allowed/direct.governor.json", SHARES);
+for (const name of readdirSync(join(TARGET, "bench", "allowed"))) {
+  const { allowed, requests } = JSON.parse(read(`bench/allowed/${name}`, SHARES));
+  const id = name.replace(/\.json$/, "");
+  figures[`allowed.${id}`] = percent(allowed / requests);
+  figures[`denied.${id}`] = percent(1 - allowed / requests);
+}
+
 const HEAP = "cargo run --release --example heap_per_key";
 for (const [keys, { ours, governor, concurrent }] of Object.entries(bytesPerKey(HEAP))) {
-  compare(`heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, ours, governor, "B", 1.0, HEAP);
-  compare(`concurrent keyed limiter's heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, concurrent, governor, "B", 1.0, HEAP);
+  compare(`heap.keyed.k${keys}`, `heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, ours, governor, "B", 1.0, HEAP);
+  compare(`heap.concurrent.k${keys}`, `concurrent keyed limiter's heap bytes per key vs governor (DashMap), ${format(Number(keys))} keys`, concurrent, governor, "B", 1.0, HEAP);
 }
 
 // A decision on Redis is a round trip plus the server running the script, so the baseline is
@@ -123,9 +168,10 @@ for (const [percentile, key] of [
   ["p50", "p50Us"],
   ["p99", "p99Us"],
 ]) {
-  compare(`Redis floating window script vs \`INCRBY\`, ${percentile} latency per decision, ${redisSetup}`, redisLoad.script[key], redisLoad.incrby[key], "µs", 1.5, REDIS);
+  compare(`redis.script.${percentile}`, `Redis floating window script vs \`INCRBY\`, ${percentile} latency per decision, ${redisSetup}`, redisLoad.script[key], redisLoad.incrby[key], "µs", 1.5, REDIS);
 }
 compare(
+  "redis.script.throughput",
   `Redis floating window script vs \`INCRBY\`, throughput (higher is better), ${redisSetup}`,
   redisLoad.script.perSecond,
   redisLoad.incrby.perSecond,
@@ -140,6 +186,7 @@ for (const [percentile, key] of [
   ["p99", "p99Us"],
 ]) {
   compare(
+    `redis.reserveSettle.${percentile}`,
     `Redis reserve + settle (two scripts, two round trips) vs \`INCRBY\`, ${percentile} latency per request, ${redisSetup}, limit ${redisLoad.reserveSettleLimit}`,
     redisLoad.reserveSettle[key],
     redisLoad.incrby[key],
@@ -148,8 +195,19 @@ for (const [percentile, key] of [
     REDIS,
   );
 }
+// Any script at all against INCRBY: what the call costs before the decision's own work.
+compare(
+  "redis.emptyScript.p50",
+  `Redis script \`return 1\` (\`EVALSHA\`, touching no key) vs \`INCRBY\`, p50 latency, ${redisSetup}`,
+  redisLoad.emptyScript.p50Us,
+  redisLoad.incrby.p50Us,
+  "µs",
+  undefined,
+  REDIS,
+);
 const misadmitted = Math.max(...redisLoad.allowed.map((allowed) => Math.abs(allowed - redisLoad.expectedAllowed)));
 absolute(
+  "redis.misadmitted",
   `Redis admissions off the core's count, ${redisLoadShape} at a frozen clock, each of ${redisLoad.rounds} rounds, limit ${redisLoad.limit} (admitted ${redisLoad.allowed.map(format).join(", ")} of ${format(redisLoad.connections * redisLoad.decisionsPerConnection)}; the core ${format(redisLoad.expectedAllowed)})`,
   misadmitted,
   "decisions",
@@ -163,11 +221,13 @@ const HTTP = "cargo bench -p trickle-tower --features redis --bench http_load";
 const httpLoad = JSON.parse(read("bench/http-load.json", HTTP));
 for (const shape of httpLoad.shapes) {
   const setup = `${shape.connections} keep-alive connection${shape.connections === 1 ? "" : "s"}, ${format(httpLoad.requests)} requests, median of ${httpLoad.rounds} rounds`;
-  compare(`tower layer in process vs no layer, p50 latency of a trivial handler, ${setup}`, shape.inProcess.p50Us, shape.bare.p50Us, "µs", 1.1, HTTP);
-  compare(`tower layer in process vs no layer, p99 latency, ${setup}`, shape.inProcess.p99Us, shape.bare.p99Us, "µs", undefined, HTTP);
-  compare(`tower layer on Redis vs no layer, p50 latency (two script round trips a request), ${setup}`, shape.redis.p50Us, shape.bare.p50Us, "µs", undefined, HTTP);
+  const c = `tower.c${shape.connections}`;
+  compare(`${c}.inProcess.p50`, `tower layer in process vs no layer, p50 latency of a trivial handler, ${setup}`, shape.inProcess.p50Us, shape.bare.p50Us, "µs", 1.1, HTTP);
+  compare(`${c}.inProcess.p99`, `tower layer in process vs no layer, p99 latency, ${setup}`, shape.inProcess.p99Us, shape.bare.p99Us, "µs", undefined, HTTP);
+  compare(`${c}.redis.p50`, `tower layer on Redis vs no layer, p50 latency (two script round trips a request), ${setup}`, shape.redis.p50Us, shape.bare.p50Us, "µs", undefined, HTTP);
   for (const variant of ["inProcess", "redis"]) {
     compare(
+      `${c}.${variant}.throughput`,
       `tower layer ${variant === "redis" ? "on Redis" : "in process"} vs no layer, throughput (higher is better), ${setup}`,
       shape[variant].perSecond,
       shape.bare.perSecond,
@@ -178,9 +238,58 @@ for (const shape of httpLoad.shapes) {
   }
 }
 
+// The layer's own CPU work per request, without a network: the axum service called in a loop.
+const LAYER = "cargo run --release -p trickle-tower --example layer_cost";
+const layerCost = JSON.parse(read("bench/layer-cost.json", LAYER));
+figures["tower.layerCost"] = `${format(layerCost.addedUs)} µs`;
+
+// A flood of new client ids against `trickle serve`, with the key cap and without one (every
+// id a bucket, as before the cap): how much the server's resident memory grew.
+const FLOOD = "cargo test --release -p trickle-cli --test attacks -- --ignored rss_under_a_flood_of_distinct_client_ids";
+const flood = JSON.parse(read("bench/flood.json", FLOOD));
+const grownKB = ({ rssBefore, rssAfter }) => (rssAfter - rssBefore) / 1e3;
+compare(
+  "flood.rss",
+  `\`trickle serve\`'s resident memory grown by ${format(flood.requests)} requests, each a new client id, with \`--max-keys ${flood.capped.maxKeys}\` vs no cap (${format(flood.uncapped.admitted)} buckets)`,
+  grownKB(flood.capped),
+  grownKB(flood.uncapped),
+  "kB",
+  undefined,
+  FLOOD,
+);
+for (const run of ["capped", "uncapped"]) {
+  figures[`flood.${run}.admitted`] = format(flood[run].admitted);
+  figures[`flood.${run}.full`] = format(flood[run].full);
+}
+// Without a cap every id is a bucket: what one costs the server, all told.
+figures["flood.uncapped.perId"] = `${format(Math.round((grownKB(flood.uncapped) * 1e3) / flood.uncapped.admitted))} B`;
+
+// The million keys through a KeyedLimiter at four paces: its table's size, against the table
+// holding all of them at once (the first row).
+const KEYED_LOAD = "cargo run --release --example keyed_load";
+const [, oneWindow, ...paces] = read("bench/keyed-load.csv", KEYED_LOAD)
+  .trim()
+  .split("\n")
+  .map((row) => row.split(",").map(Number));
+figures["keyedMemory.oneWindow.keys"] = format(oneWindow[0]);
+figures["keyedMemory.oneWindow.tableBytes"] = `${format(oneWindow[2])} bytes`;
+const keyedMemory = [
+  "| new keys per window | most buckets held | most table bytes | at the end | of the million-key table |",
+  "|---:|---:|---:|---:|---:|",
+  ...paces.map(([perWindow, buckets, most, end]) => {
+    figures[`keyedMemory.k${perWindow}.mostTableBytes`] = `${format(most)} bytes`;
+    return `| ${format(perWindow)} | ${format(buckets)} | ${format(most)} | ${format(end)} | 1/${format(Math.round(oneWindow[2] / most))} |`;
+  }),
+].join("\n");
+
+// The 30,000 routes of the hostile-connections script's config, until `listening on`.
+const ROUTES = "node scripts/hostile-connections.mjs --routes-only target/release/trickle";
+const routes = JSON.parse(read("bench/routes.json", ROUTES));
+figures["routes.listening"] = `${format(routes.routesListeningMs)} ms`;
+
 const WASM = "node benches/wasm-hit.mjs";
 const wasm = JSON.parse(read("bench/wasm-hit.json", WASM));
-compare("wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);
+compare("wasm.hit", "wasm `Limiter.hit` in Node vs the same formula in plain JS", wasm.wasmNsPerHit, wasm.plainNsPerHit, "ns", 2.0, WASM);
 
 const WIDGET = "node benches/widget-frames.mjs";
 const widget = JSON.parse(read("bench/widget-frames.json", WIDGET));
@@ -190,6 +299,7 @@ for (const [name, frames] of [
 ]) {
   const { cpu, wall } = frames;
   absolute(
+    `frames.${name === "one widget" ? "one" : "compare"}`,
     `widget script CPU time per frame, ${name}, p95 of ${frames.frames} frames (p50 ${format(cpu.p50Ms)}, max ${format(cpu.maxMs)} ms; wall p95 ${format(wall.p95Ms)} ms)`,
     cpu.p95Ms,
     "ms",
@@ -197,11 +307,14 @@ for (const [name, frames] of [
     WIDGET,
   );
 }
-absolute(`animation frames requested in ${widget.idle.seconds} s idle`, widget.idle.frames, "frames", 0, WIDGET);
+absolute("frames.idle", `animation frames requested in ${widget.idle.seconds} s idle`, widget.idle.frames, "frames", 0, WIDGET);
 
 const TTI = "node benches/time-to-interactive.mjs";
 const tti = JSON.parse(read("bench/time-to-interactive.json", TTI));
+figures["tti.bareLoad"] = `${format(tti.bareLoadMs)} ms`;
+figures["tti.resourcesDone"] = `${format(tti.resourcesDoneMs)} ms`;
 absolute(
+  "tti.ready",
   `docs page: navigation to the first widget's \`ready\`, median of ${tti.loads} loads (the same page without the widget: load event at ${format(tti.bareLoadMs)} ms)`,
   tti.readyMs,
   "ms",
@@ -211,15 +324,34 @@ absolute(
 
 const SIZE = "make size";
 const size = JSON.parse(read("package/size.json", SIZE));
+for (const { file, gzip } of size.files) figures[`size.${file}`] = `${format(gzip)} B`;
 absolute(
+  "size.total",
   `what a page downloads for one widget, gzip -9 (${size.files.map(({ file, gzip }) => `${file} ${format(gzip)}`).join(", ")})`,
   size.total,
   "B",
-  20_480,
+  SIZE_GOAL_BYTES,
   SIZE,
 );
 
+// How long `make bench` took, from its first benchmark to this report (the Makefile stamps
+// both ends), builds of the benchmarks included.
+try {
+  const stamp = (name) => Number(readFileSync(join(TARGET, "bench", name), "utf8"));
+  const minutes = (stamp("finished") - stamp("started")) / 60;
+  if (minutes > 0) figures["run.minutes"] = `${minutes.toFixed(1)} minutes`;
+} catch {
+  // Run on its own, not by `make bench`: no duration to give.
+}
+
 const header = ["figure", "ours", "baseline", "ratio", "goal", "", "command"];
-console.log(`| ${header.join(" | ")} |`);
-console.log(`|${header.map((_, n) => (n >= 1 && n <= 3 ? "---:" : "---")).join("|")}|`);
-for (const row of rows) console.log(`| ${row.join(" | ")} |`);
+const table = [
+  `| ${header.join(" | ")} |`,
+  `|${header.map((_, n) => (n >= 1 && n <= 3 ? "---:" : "---")).join("|")}|`,
+  ...rows.map((row) => `| ${row.join(" | ")} |`),
+].join("\n");
+console.log(table);
+if (process.argv.includes("--json")) {
+  write("bench", "make bench", { figures, tables: { benchmarks: table, keyedMemory } });
+  console.log("wrote docs/figures/bench.json");
+}

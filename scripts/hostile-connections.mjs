@@ -5,11 +5,13 @@
 // to load (until `listening on`). On 127.0.0.1 only, with the server's defaults unless
 // flags are given after the binary.
 //
-//   node scripts/hostile-connections.mjs [TRICKLE_BINARY] [SERVE_FLAGS...]
+//   node scripts/hostile-connections.mjs [--routes-only] [--json OUT] [TRICKLE_BINARY] [SERVE_FLAGS...]
 //   WAIT=40 node scripts/hostile-connections.mjs target/debug/trickle --header-timeout 2s
 //
 // The binary defaults to target/release/trickle (`make cli`); an older build shows the
-// figures before the timeouts (it takes no new flags).
+// figures before the timeouts (it takes no new flags). `--routes-only` times only the
+// 30,000 routes; `--json OUT` also writes what was measured to OUT (`make bench` keeps the
+// routes' time in target/bench/routes.json for benches/report.mjs).
 
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -19,7 +21,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-const [binary = "target/release/trickle", ...flags] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const routesOnly = args[0] === "--routes-only" ? Boolean(args.shift()) : false;
+const jsonOut = args[0] === "--json" ? args.splice(0, 2)[1] : null;
+const [binary = "target/release/trickle", ...flags] = args;
+/** What was measured, for `--json`. */
+const measured = {};
 const WAIT_S = Number(process.env.WAIT ?? 40);
 const EACH = 25;
 
@@ -64,40 +71,46 @@ function open(server) {
 const request = (client) =>
   `GET /demo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Client-Id: ${client}\r\n\r\n`;
 
-const server = await start(CONFIG, flags);
-const silent = [];
-const kept = [];
-const half = [];
-for (let i = 0; i < EACH; i++) {
-  silent.push(await open(server));
-  const socket = await open(server);
-  socket.write(request(`kept-${i}`));
-  await once(socket, "data");
-  kept.push(socket);
-  const halfSent = await open(server);
-  halfSent.write("GET /demo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Cli");
-  half.push(halfSent);
+/** The three kinds of connection, WAIT seconds, then SIGTERM. */
+async function connections() {
+  const server = await start(CONFIG, flags);
+  const silent = [];
+  const kept = [];
+  const half = [];
+  for (let i = 0; i < EACH; i++) {
+    silent.push(await open(server));
+    const socket = await open(server);
+    socket.write(request(`kept-${i}`));
+    await once(socket, "data");
+    kept.push(socket);
+    const halfSent = await open(server);
+    halfSent.write("GET /demo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Cli");
+    half.push(halfSent);
+  }
+  const opened = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, WAIT_S * 1000));
+
+  const summary = (name, sockets) => {
+    const closed = sockets.filter((socket) => socket.closedAt !== null);
+    const latest = Math.max(...closed.map((socket) => socket.closedAt - opened));
+    const when = closed.length ? `, the last ${(latest / 1000).toFixed(2)} s after opening` : "";
+    return `${closed.length}/${sockets.length} ${name}${when}`;
+  };
+  console.log(
+    `after ${WAIT_S} s: closed ${summary("silent", silent)}; ${summary("kept alive", kept)}; ` +
+      `${summary("half-sent", half)}`,
+  );
+
+  const signalled = performance.now();
+  server.child.kill("SIGTERM");
+  await once(server.child, "exit");
+  measured.sigtermToExitMs = performance.now() - signalled;
+  console.log(`SIGTERM to exit: ${(measured.sigtermToExitMs / 1000).toFixed(3)} s`);
+  for (const socket of [...silent, ...kept, ...half]) socket.destroy();
+  server.cleanup();
 }
-const opened = performance.now();
-await new Promise((resolve) => setTimeout(resolve, WAIT_S * 1000));
 
-const summary = (name, sockets) => {
-  const closed = sockets.filter((socket) => socket.closedAt !== null);
-  const latest = Math.max(...closed.map((socket) => socket.closedAt - opened));
-  const when = closed.length ? `, the last ${(latest / 1000).toFixed(2)} s after opening` : "";
-  return `${closed.length}/${sockets.length} ${name}${when}`;
-};
-console.log(
-  `after ${WAIT_S} s: closed ${summary("silent", silent)}; ${summary("kept alive", kept)}; ` +
-    `${summary("half-sent", half)}`,
-);
-
-const signalled = performance.now();
-server.child.kill("SIGTERM");
-await once(server.child, "exit");
-console.log(`SIGTERM to exit: ${((performance.now() - signalled) / 1000).toFixed(3)} s`);
-for (const socket of [...silent, ...kept, ...half]) socket.destroy();
-server.cleanup();
+if (!routesOnly) await connections();
 
 // 30 groups of 1,000 routes, one a line.
 let routes = "";
@@ -108,6 +121,9 @@ for (let group = 0; group < 30; group++) {
 }
 const many = await start(routes, flags);
 console.log(`30,000 routes: listening after ${(many.ms / 1000).toFixed(3)} s`);
+measured.routes = 30_000;
+measured.routesListeningMs = many.ms;
 many.child.kill("SIGTERM");
 await once(many.child, "exit");
 many.cleanup();
+if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(measured, null, 2)}\n`);

@@ -10,6 +10,7 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use governor::Quota;
@@ -165,6 +166,29 @@ fn shuffle(items: &mut [u64], random: &mut Random) {
 /// How many requests of a keyed stream make `windows` whole windows.
 pub fn requests_in_windows(limit: Limit, keys: u64, windows: u64) -> u64 {
     windows * keys * limit.tokens() * OVERLOAD.0 / OVERLOAD.1
+}
+
+/// Says what share of a stream a limiter allowed, to show that both sides of a ratio decide
+/// a similar mix of allowed and denied requests, and writes it to
+/// `target/bench/allowed/GROUP.NAME.json` for `make bench`'s figures (benches/report.mjs),
+/// which the docs quote beside the times.
+pub fn report_share(group: &str, name: &str, allowed: u64, requests: u64) {
+    println!(
+        "{group}/{name}: {:.1}% of {requests} requests allowed",
+        100.0 * allowed as f64 / requests as f64
+    );
+    let folder = target_dir().join("bench").join("allowed");
+    let path = folder.join(format!("{group}.{name}.json"));
+    let json = format!("{{ \"allowed\": {allowed}, \"requests\": {requests} }}\n");
+    if let Err(err) = std::fs::create_dir_all(&folder).and_then(|()| std::fs::write(&path, json)) {
+        eprintln!("cannot write {}: {err}", path.display());
+    }
+}
+
+/// Cargo's target folder, where `benches/report.mjs` reads `bench/`.
+fn target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).to_path_buf()
 }
 
 /// Criterion settings that keep `make bench` to a few minutes on a 2-core machine.

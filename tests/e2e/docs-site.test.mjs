@@ -115,6 +115,22 @@ describe("the docs site", () => {
     assert.deepEqual(unlinkedIssues("see upstash #157"), ["see upstash #157"], "the check finds a bare reference");
   });
 
+  it("shows the measured figures of docs/figures/, with no placeholder left", async () => {
+    const left = [];
+    for (const name of await pages()) {
+      if ((await readFile(join(DOCS, name), "utf8")).includes("{{fig")) left.push(name);
+    }
+    assert.deepEqual(left, [], "pages with a {{fig…}} placeholder not filled in");
+    const bench = JSON.parse(await readFile(join(REPO, "docs", "figures", "bench.json"), "utf8"));
+    const performance = await readFile(join(DOCS, "performance.html"), "utf8");
+    assert.ok(
+      performance.includes(`<code>make bench</code> on ${bench.date}`),
+      "performance.html names the command and the date of the run",
+    );
+    const floating = bench.figures["direct.floating.ours"];
+    assert.match(performance, new RegExp(`<td[^>]*>${floating}</td>`), "the benchmark table, from bench.json");
+  });
+
   describe("in Chromium", () => {
     let session;
     before(async () => {

@@ -3,8 +3,8 @@
 //! 127.0.0.1: heads sent halfway and never finished, connections left idle, more
 //! connections than the cap, and a stop while all of those are open and one request is in
 //! its handler. The timeouts are set low here (hundreds of milliseconds) so that each test
-//! takes about as long as the timeout it checks; the figures they print are in
-//! docs/src/reliability.md.
+//! takes about as long as the timeout it checks; docs/src/reliability.md states each test's
+//! bounds (what it prints is one run's timings, for a person to read).
 
 mod binary;
 

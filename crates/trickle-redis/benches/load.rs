@@ -14,7 +14,11 @@
 //! the bucket ends holding exactly 2 tokens a request and no pending record is left: 8
 //! connections settling on one key must apply every settle once.
 //!
-//! The three alternate over 3 rounds, each after a warm-up, and the medians are reported,
+//! And the same load of a script that does nothing but return 1 (`EVALSHA` of `return 1`):
+//! what running any script costs over an `INCRBY`, before the decision's own work, so that
+//! the docs can say how much of the gap is the script's call and how much its body.
+//!
+//! The four alternate over 3 rounds, each after a warm-up, and the medians are reported,
 //! so that whatever else the machine does falls on all alike. Speed is reported as a
 //! ratio, never asserted.
 //!
@@ -138,6 +142,17 @@ fn check_settled(
     Ok(())
 }
 
+/// The least a script can cost: one `EVALSHA` of a script that returns 1 and touches no key.
+fn empty_script() -> impl Fn(&mut Connection, &str) -> Result<bool, String> + Sync {
+    let script = redis::Script::new("return 1");
+    move |conn, _key| {
+        script
+            .invoke::<i64>(conn)
+            .map(|_| true)
+            .map_err(|err| err.to_string())
+    }
+}
+
 /// The baseline: one round trip that changes a key, admitting everything.
 fn incrby(conn: &mut Connection, key: &str) -> Result<bool, String> {
     redis::cmd("INCRBY")
@@ -257,6 +272,7 @@ struct Round {
     script: Figures,
     incrby: Figures,
     reserve_settle: Figures,
+    empty_script: Figures,
     allowed: u64,
 }
 
@@ -270,6 +286,7 @@ fn run(load: &Load) -> Result<(), String> {
     let script = floating_window(load.limit);
     let expected = model_allowed(load.limit, load.total());
     let pair = reserve_then_settle(load.roomy);
+    let empty = empty_script();
 
     let mut rounds = Vec::with_capacity(load.rounds);
     for round in 0..load.rounds {
@@ -321,17 +338,33 @@ fn run(load: &Load) -> Result<(), String> {
             check_settled(&mut connections[0], load.roomy, &key, &measured)?;
             Ok::<_, String>(measured)
         };
+        let run_empty = |connections: &mut [Connection]| {
+            phase(
+                connections,
+                &format!("empty-warm-{round}"),
+                load.warmup_per_connection,
+                &empty,
+            )?;
+            phase(
+                connections,
+                &format!("empty-load-{round}"),
+                load.decisions_per_connection,
+                &empty,
+            )
+        };
         // Rotate which goes first, so that none always meets a colder machine.
-        let (mut script_phase, mut incrby_phase, mut pair_phase) = (None, None, None);
-        for slot in 0..3 {
-            match (round + slot) % 3 {
+        let (mut script_phase, mut incrby_phase, mut pair_phase, mut empty_phase) =
+            (None, None, None, None);
+        for slot in 0..4 {
+            match (round + slot) % 4 {
                 0 => script_phase = Some(run_script(&mut connections)?),
                 1 => incrby_phase = Some(run_incrby(&mut connections)?),
-                _ => pair_phase = Some(run_pair(&mut connections)?),
+                2 => pair_phase = Some(run_pair(&mut connections)?),
+                _ => empty_phase = Some(run_empty(&mut connections)?),
             }
         }
-        let (Some(script_phase), Some(incrby_phase), Some(pair_phase)) =
-            (script_phase, incrby_phase, pair_phase)
+        let (Some(script_phase), Some(incrby_phase), Some(pair_phase), Some(empty_phase)) =
+            (script_phase, incrby_phase, pair_phase, empty_phase)
         else {
             return Err("a phase did not run".to_string());
         };
@@ -348,16 +381,18 @@ fn run(load: &Load) -> Result<(), String> {
             script: script_phase.figures(),
             incrby: incrby_phase.figures(),
             reserve_settle: pair_phase.figures(),
+            empty_script: empty_phase.figures(),
         });
     }
 
     let script = median_figures(rounds.iter().map(|round| round.script));
     let incrby = median_figures(rounds.iter().map(|round| round.incrby));
     let pair = median_figures(rounds.iter().map(|round| round.reserve_settle));
-    print_summary(load, expected, &script, &incrby, &pair);
+    let empty = median_figures(rounds.iter().map(|round| round.empty_script));
+    print_summary(load, expected, &script, &incrby, &pair, &empty);
     if load.write_report {
         let path = target_dir().join("bench/redis-load.json");
-        let json = report_json(load, expected, &rounds, &script, &incrby, &pair);
+        let json = report_json(load, expected, &rounds, &script, &incrby, &pair, &empty);
         std::fs::create_dir_all(path.parent().expect("a parent folder"))
             .and_then(|()| std::fs::write(&path, json))
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
@@ -366,7 +401,14 @@ fn run(load: &Load) -> Result<(), String> {
     Ok(())
 }
 
-fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures, pair: &Figures) {
+fn print_summary(
+    load: &Load,
+    expected: u64,
+    script: &Figures,
+    incrby: &Figures,
+    pair: &Figures,
+    empty: &Figures,
+) {
     println!(
         "{CONNECTIONS} connections × {} requests on one key at a frozen clock, limit {}, \
          {} round(s), medians:",
@@ -383,6 +425,7 @@ fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures,
     for (name, figures) in [
         ("floating window script", script),
         ("reserve + settle", pair),
+        ("script `return 1`", empty),
         ("INCRBY round trip", incrby),
     ] {
         println!(
@@ -390,7 +433,11 @@ fn print_summary(load: &Load, expected: u64, script: &Figures, incrby: &Figures,
             figures.p50_us, figures.p99_us, figures.per_second
         );
     }
-    for (name, figures) in [("script", script), ("reserve + settle", pair)] {
+    for (name, figures) in [
+        ("script", script),
+        ("reserve + settle", pair),
+        ("`return 1`", empty),
+    ] {
         println!(
             "  {:<27} p50 {:.2}×, p99 {:.2}×, throughput {:.2}×",
             format!("{name} / INCRBY:"),
@@ -408,6 +455,7 @@ fn report_json(
     script: &Figures,
     incrby: &Figures,
     pair: &Figures,
+    empty: &Figures,
 ) -> String {
     let allowed: Vec<String> = rounds
         .iter()
@@ -430,15 +478,17 @@ fn report_json(
     let _ = writeln!(json, r#"  "incrby": {},"#, incrby.json());
     let _ = writeln!(json, r#"  "reserveSettle": {},"#, pair.json());
     let _ = writeln!(json, r#"  "reserveSettleLimit": "{}","#, load.roomy);
+    let _ = writeln!(json, r#"  "emptyScript": {},"#, empty.json());
     let _ = writeln!(json, r#"  "perRound": ["#);
     for (n, round) in rounds.iter().enumerate() {
         let comma = if n + 1 < rounds.len() { "," } else { "" };
         let _ = writeln!(
             json,
-            r#"    {{ "script": {}, "incrby": {}, "reserveSettle": {} }}{comma}"#,
+            r#"    {{ "script": {}, "incrby": {}, "reserveSettle": {}, "emptyScript": {} }}{comma}"#,
             round.script.json(),
             round.incrby.json(),
-            round.reserve_settle.json()
+            round.reserve_settle.json(),
+            round.empty_script.json()
         );
     }
     let _ = writeln!(json, "  ]");

@@ -4,7 +4,8 @@
 //! keys, a limit none reaches), so what is timed is the path a normal request takes.
 //!
 //! `cargo run --release -p trickle-tower --example layer_cost`; the HTTP benchmark
-//! (`benches/http_load.rs`) shows what this becomes over loopback.
+//! (`benches/http_load.rs`) shows what this becomes over loopback. With `--json PATH`
+//! (as `make bench` runs it) it also writes the figures there, for benches/report.mjs.
 
 use std::time::Instant;
 
@@ -18,6 +19,7 @@ use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 
 const REQUESTS: usize = 200_000;
 const KEYS: usize = 1_000;
+const ROUNDS: usize = 5;
 
 fn subject(request: &Request<Body>) -> Result<Option<Subject>, Rejection> {
     let client = request
@@ -42,7 +44,7 @@ async fn main() {
         .into_service::<Body>();
 
     let mut added = Vec::new();
-    for round in 0..5 {
+    for round in 0..ROUNDS {
         let mut per_request = [0.0; 2];
         for (index, service) in [&mut bare, &mut layered].into_iter().enumerate() {
             let started = Instant::now();
@@ -65,8 +67,15 @@ async fn main() {
         added.push(per_request[1] - per_request[0]);
     }
     added.sort_by(f64::total_cmp);
-    println!(
-        "the layer adds {:.2} µs a request (median of 5 rounds)",
-        added[2]
-    );
+    let median = added[added.len() / 2];
+    println!("the layer adds {median:.2} µs a request (median of {ROUNDS} rounds)");
+
+    let mut args = std::env::args().skip(1);
+    if let (Some(flag), Some(path)) = (args.next(), args.next()) {
+        assert_eq!(flag, "--json", "usage: layer_cost [--json PATH]");
+        let json = format!(
+            "{{ \"requests\": {REQUESTS}, \"keys\": {KEYS}, \"rounds\": {ROUNDS}, \"addedUs\": {median:.3} }}\n"
+        );
+        std::fs::write(&path, json).unwrap_or_else(|err| panic!("cannot write {path}: {err}"));
+    }
 }

@@ -1,0 +1,155 @@
+// `make size`'s last step: docs/figures/size.json, from what scripts/size.sh measured (gzip -9
+// of each file, as a server would send it) and from the build itself, so that the docs can say
+// where the bytes go without anyone measuring by hand:
+//
+// - each file a page may download: the widget's module and wasm (what every page pays, and
+//   their total against the goal), compare mode's and live mode's modules (only where a
+//   widget asks for them);
+// - each source module of the widget's bundle: its minified bytes in the bundle (esbuild's
+//   metafile, target/package/meta.json) and the same module minified and gzipped on its own,
+//   which says roughly what it adds to the download;
+// - the wasm's code and data sections before gzip (its functions and its constant tables).
+//
+//   node scripts/size-figures.mjs      after scripts/size.sh --json (see the Makefile)
+
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { write } from "./figures.mjs";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const PACKAGE = join(ROOT, "target", "package");
+const DIST = join(ROOT, "packages", "rate-limit-demo", "dist");
+
+/** What a page with one widget may download at most, gzipped: the goal `make bench` checks. */
+export const SIZE_GOAL_BYTES = 20_480;
+
+/** What each downloadable file is, as the docs' table names it. */
+const FILES = [
+  ["rate-limit-demo.js", "`rate-limit-demo.js` (element, limiter, wasm-bindgen's glue, styles)", "size.json"],
+  ["trickle_bg.wasm", "`trickle_bg.wasm`", "size.json"],
+  ["compare.js", "`compare.js`, only for compare mode", "size-compare.json"],
+  ["live.js", "`live.js`, only for live mode (`endpoint`)", "size-live.json"],
+];
+
+/** What each module of the widget's bundle is. */
+const MODULES = {
+  "element.js": "the element",
+  "timeline.js": "the timeline",
+  "styles.css": "the stylesheet",
+  "trickle.js": "wasm-bindgen's glue",
+  "limiter.js": "the JS `Limiter`: its argument checks and the decision buffer's reader",
+  "attributes.js": "attribute parsing",
+  "format.js": "number and time formatting",
+  "gauge.js": "the bar of tokens in use",
+  "dom.js": "building the shadow DOM",
+  "respond.js": "one request, answered as the server would",
+  "define.js": "the entry that defines the element",
+};
+
+const number = (value) => value.toLocaleString("en-US");
+const bytes = (value) => `${number(value)} B`;
+
+/** gzip -9 of `text` from stdin, as scripts/size.sh measures a file. */
+function gzipBytes(text) {
+  const gzip = spawnSync("gzip", ["-9"], { input: text, maxBuffer: 1 << 26 });
+  if (gzip.status !== 0) throw new Error(`gzip failed: ${gzip.stderr}`);
+  return gzip.stdout.length;
+}
+
+/** scripts/size.sh's JSON, or a message naming the command that writes it. */
+function measured(name) {
+  try {
+    return JSON.parse(readFileSync(join(PACKAGE, name), "utf8"));
+  } catch {
+    throw new Error(`target/package/${name} is missing: run \`make size\``);
+  }
+}
+
+/** The widget's bundle, module by module: minified in the bundle, and gzipped on its own. */
+async function modules() {
+  const esbuild = createRequire(join(ROOT, "www", "package.json"))("esbuild");
+  const metafiles = JSON.parse(readFileSync(join(PACKAGE, "meta.json"), "utf8"));
+  const output = metafiles
+    .flatMap((meta) => Object.entries(meta.outputs))
+    .find(([path]) => path.endsWith("/rate-limit-demo.js"));
+  if (!output) throw new Error("target/package/meta.json has no rate-limit-demo.js: run `make package`");
+  const rows = [];
+  for (const [path, { bytesInOutput }] of Object.entries(output[1].inputs)) {
+    const source = readFileSync(join(ROOT, path), "utf8");
+    const loader = path.endsWith(".css") ? "css" : "js";
+    const { code } = await esbuild.transform(source, { loader, minify: true, target: "es2022", format: loader === "js" ? "esm" : undefined });
+    rows.push({ path, name: basename(path), bundled: bytesInOutput, gzip: gzipBytes(code) });
+  }
+  return rows.sort((a, b) => b.gzip - a.gzip);
+}
+
+/** The byte sizes of a WebAssembly module's code (10) and data (11) sections. */
+function wasmSections(file) {
+  const wasm = readFileSync(file);
+  const sizes = { code: 0, data: 0 };
+  let at = 8; // magic and version
+  while (at < wasm.length) {
+    const id = wasm[at++];
+    let size = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = wasm[at++];
+      size |= (byte & 0x7f) << shift;
+      if (byte < 0x80) break;
+    }
+    if (id === 10) sizes.code += size;
+    if (id === 11) sizes.data += size;
+    at += size;
+  }
+  return sizes;
+}
+
+export async function sizeFigures() {
+  const files = {};
+  for (const [name, , json] of FILES) {
+    const row = measured(json).files.find((file) => file.file === name);
+    if (!row) throw new Error(`target/package/${json} does not measure ${name}`);
+    files[name] = row;
+  }
+  const total = files["rate-limit-demo.js"].gzip + files["trickle_bg.wasm"].gzip;
+  const figures = {
+    "total.gzip": bytes(total),
+    goal: bytes(SIZE_GOAL_BYTES),
+    verdict: total <= SIZE_GOAL_BYTES ? "met" : `missed by ${bytes(total - SIZE_GOAL_BYTES)}`,
+  };
+  for (const [name, { bytes: raw, gzip }] of Object.entries(files)) {
+    figures[`${name}.bytes`] = bytes(raw);
+    figures[`${name}.gzip`] = bytes(gzip);
+  }
+  const sections = wasmSections(join(DIST, "trickle_bg.wasm"));
+  figures["wasm.code"] = bytes(sections.code);
+  figures["wasm.data"] = bytes(sections.data);
+
+  const bundle = await modules();
+  for (const { name, bundled, gzip } of bundle) {
+    figures[`module.${name}.bundled`] = bytes(bundled);
+    figures[`module.${name}.gzip`] = bytes(gzip);
+  }
+
+  const filesTable = [
+    "| file | bytes | gzip -9 |",
+    "|---|---:|---:|",
+    ...FILES.slice(0, 2).map(([name, label]) => `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} |`),
+    `| total, what every page with a widget downloads | | **${number(total)}** |`,
+    ...FILES.slice(2).map(([name, label]) => `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} |`),
+  ].join("\n");
+  const modulesTable = [
+    "| module of `rate-limit-demo.js` | what it is | minified, in the bundle | gzip -9 on its own |",
+    "|---|---|---:|---:|",
+    ...bundle.map(({ path, name, bundled, gzip }) => `| \`${path}\` | ${MODULES[name] ?? ""} | ${number(bundled)} | ${number(gzip)} |`),
+  ].join("\n");
+  return { figures, tables: { files: filesTable, modules: modulesTable } };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  write("size", "make size", await sizeFigures());
+  console.log("wrote docs/figures/size.json");
+}
