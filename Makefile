@@ -86,9 +86,9 @@ size: package
 # the fixed window and the token bucket against the sliding log, as the README's table.
 .PHONY: accuracy
 accuracy:
-	$(CARGO) run --release --locked --example accuracy > target/accuracy.md.part
+	$(CARGO) run --release --locked --example accuracy -- --json target/accuracy-cells.json > target/accuracy.md.part
 	@mv target/accuracy.md.part target/accuracy.md
-	@node scripts/figures.mjs record-table accuracy "make accuracy" target/accuracy.md
+	@node scripts/figures.mjs record-table accuracy "make accuracy" target/accuracy.md target/accuracy-cells.json
 	@cat target/accuracy.md
 
 # The docs site: the mdBook in docs/, built into target/docs/ with the widget embedded the
@@ -176,6 +176,8 @@ bench: setup-test site size cli
 	@cat target/bench/bytes-per-key.csv
 	$(CARGO) run --locked --release --example keyed_load > target/bench/keyed-load.csv
 	@cat target/bench/keyed-load.csv
+	$(CARGO) run --locked --release --example key_memory > target/bench/key-memory.csv
+	@node scripts/figures.mjs record-csv keymemory "make bench" target/bench/key-memory.csv
 	$(CARGO) run --locked --release -p trickle-tower --example layer_cost -- --json target/bench/layer-cost.json
 	$(CARGO) test --locked --release -p trickle-cli --test attacks -- --ignored --exact rss_under_a_flood_of_distinct_client_ids --nocapture
 	node scripts/hostile-connections.mjs --routes-only --json target/bench/routes.json target/release/trickle

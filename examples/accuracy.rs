@@ -39,9 +39,11 @@ trait Client {
     fn next(&mut self, rng: &mut ChaCha8Rng, last_allowed: Option<bool>) -> u64;
 }
 
-/// One table row: a name and a way to make a fresh client for a limit.
+/// One table row: a name, the id its figures go by in `--json`, and a way to make a fresh
+/// client for a limit.
 struct Workload {
     name: String,
+    id: String,
     client: Box<dyn Fn(Limit) -> Box<dyn Client>>,
 }
 
@@ -165,6 +167,7 @@ fn workloads() -> Vec<Workload> {
         .into_iter()
         .map(|percent| Workload {
             name: format!("steady Poisson, {percent}% of the limit"),
+            id: format!("poisson{percent}"),
             client: Box::new(move |limit| {
                 Box::new(Poisson {
                     t_ms: 0.0,
@@ -175,6 +178,7 @@ fn workloads() -> Vec<Workload> {
         .collect();
     rows.push(Workload {
         name: "on/off: bursts at 20× the limit's pace for 1 min, 20 min off (on average)".into(),
+        id: "onOff".into(),
         client: Box::new(|limit| {
             Box::new(OnOff {
                 t_ms: 0.0,
@@ -187,6 +191,7 @@ fn workloads() -> Vec<Workload> {
     });
     rows.push(Workload {
         name: "retry loop: work at 2× the limit's pace, a 429 retried every second".into(),
+        id: "retry".into(),
         client: Box::new(|limit| {
             Box::new(RetryLoop {
                 t_ms: 0.0,
@@ -197,6 +202,7 @@ fn workloads() -> Vec<Workload> {
     });
     rows.push(Workload {
         name: "the limit as a target: exactly N per W, evenly spaced".into(),
+        id: "target".into(),
         client: Box::new(|limit| {
             Box::new(Paced {
                 limit,
@@ -208,10 +214,12 @@ fn workloads() -> Vec<Workload> {
     });
     rows.push(Workload {
         name: "adversarial: N in the last second of a window, then 4× pace".into(),
+        id: "adversarial".into(),
         client: Box::new(|limit| Box::new(spend_then_push(limit, true))),
     });
     rows.push(Workload {
         name: "mirror: N in the first second of a window, then 4× pace".into(),
+        id: "mirror".into(),
         client: Box::new(|limit| Box::new(spend_then_push(limit, false))),
     });
     rows
@@ -248,8 +256,24 @@ fn thousands(number: u64) -> String {
     text
 }
 
-/// One algorithm's table: a row per workload.
-fn table(limit: Limit, approximation: Algorithm, name: &str) -> (Vec<String>, Vec<Ratio>) {
+/// `count` as a percentage of `total`, three decimals, rounded half up as the core's
+/// `Ratio` writes the table's cells.
+fn percent(count: u64, total: u64) -> String {
+    let total = u128::from(total.max(1));
+    let thousandths = (u128::from(count) * 200_000 + total) / (2 * total);
+    format!("{}.{:03}%", thousandths / 1000, thousandths % 1000)
+}
+
+/// Figures for the docs, `ALGORITHM.ROW.COLUMN` → the cell as the table writes it.
+type Figures = Vec<(String, String)>;
+
+/// One algorithm's table: a row per workload, and each cell in `figures`.
+fn table(
+    limit: Limit,
+    approximation: Algorithm,
+    name: &str,
+    figures: &mut Figures,
+) -> (Vec<String>, Vec<Ratio>) {
     let mut lines = vec![
         format!("**{name}** against the sliding log:"),
         String::new(),
@@ -261,6 +285,46 @@ fn table(limit: Limit, approximation: Algorithm, name: &str) -> (Vec<String>, Ve
     let mut log_worst = Vec::new();
     for (stream, workload) in workloads().iter().enumerate() {
         let accuracy = run(workload, stream as u64, limit, approximation);
+        let cells = [
+            ("requests", thousands(accuracy.requests)),
+            (
+                "own.allowed",
+                format!("{:.3}%", accuracy.wrongly_allowed_percent()),
+            ),
+            (
+                "own.limited",
+                format!("{:.3}%", accuracy.wrongly_limited_percent()),
+            ),
+            (
+                "own.either",
+                percent(
+                    accuracy.wrongly_allowed + accuracy.wrongly_limited,
+                    accuracy.requests,
+                ),
+            ),
+            ("own.allowedCount", thousands(accuracy.wrongly_allowed)),
+            ("own.limitedCount", thousands(accuracy.wrongly_limited)),
+            (
+                "same.allowed",
+                format!("{:.3}%", accuracy.same_history_wrongly_allowed_percent()),
+            ),
+            (
+                "same.limited",
+                format!("{:.3}%", accuracy.same_history_wrongly_limited_percent()),
+            ),
+            (
+                "same.either",
+                percent(
+                    accuracy.same_history_wrongly_allowed + accuracy.same_history_wrongly_limited,
+                    accuracy.requests,
+                ),
+            ),
+            ("worst", format!("{:.2}×", accuracy.worst_window_share())),
+        ];
+        let key = approximation.name();
+        for (column, cell) in cells {
+            figures.push((format!("{key}.{}.{column}", workload.id), cell));
+        }
         lines.push(format!(
             "| {} | {} | {:.3}% | {:.3}% | {:.3}% | {:.3}% | {:.2}× |",
             workload.name,
@@ -280,8 +344,9 @@ fn main() {
     let limit: Limit = LIMIT.parse().expect("a valid limit");
     let mut lines = Vec::new();
     let mut log_worst = Vec::new();
+    let mut figures = Figures::new();
     for (approximation, name) in APPROXIMATIONS {
-        let (table, worst) = table(limit, approximation, name);
+        let (table, worst) = table(limit, approximation, name, &mut figures);
         lines.push(String::new());
         lines.extend(table);
         log_worst.extend(worst);
@@ -301,5 +366,23 @@ fn main() {
     );
     for line in lines {
         println!("{line}");
+    }
+    figures.push(("log.worst".into(), format!("{log_worst:.2}×")));
+    figures.push(("windows".into(), thousands(WINDOWS)));
+    // `--json PATH`: the cells for the docs, which `make accuracy` records
+    // (scripts/figures.mjs), so that no page copies a figure by hand.
+    let mut args = std::env::args().skip(1);
+    if let (Some(flag), Some(path)) = (args.next(), args.next()) {
+        if flag == "--json" {
+            let body: Vec<String> = figures
+                .iter()
+                .map(|(key, value)| format!("  \"{key}\": \"{value}\""))
+                .collect();
+            let json = format!("{{\n{}\n}}\n", body.join(",\n"));
+            if let Err(error) = std::fs::write(&path, json) {
+                eprintln!("accuracy: cannot write {path}: {error}");
+                std::process::exit(1);
+            }
+        }
     }
 }

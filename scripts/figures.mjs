@@ -7,8 +7,11 @@
 //   node scripts/figures.mjs check                 every placeholder in docs/src resolves
 //   node scripts/figures.mjs record NAME COMMAND IN.json   docs/figures/NAME.json from a
 //                                                  benchmark's own JSON (figures flattened)
-//   node scripts/figures.mjs record-table NAME COMMAND IN.md  docs/figures/NAME.json holding
-//                                                  a Markdown table a command printed
+//   node scripts/figures.mjs record-csv NAME COMMAND IN.csv  a CSV a command printed, as a
+//                                                  table and its cells
+//   node scripts/figures.mjs record-table NAME COMMAND IN.md [CELLS.json]
+//                                                  docs/figures/NAME.json holding a Markdown
+//                                                  table a command printed, and its cells
 //
 // A figure file is { command, date, machine, figures: { KEY: "text" }, tables: { KEY: "md" } }:
 // the figures already written as a page shows them ("1.05×", "88.1 µs"), so that a page and
@@ -221,12 +224,33 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   } else if (verb === "record" && rest.length === 3) {
     const [name, command, input] = rest;
     write(name, command, { figures: flatten(JSON.parse(readFileSync(input, "utf8"))) });
-  } else if (verb === "record-table" && rest.length === 3) {
+  } else if (verb === "record-csv" && rest.length === 3) {
+    // A command's CSV (lines before the header ignored): a table, and each cell by
+    // `FIRSTCELL.COLUMN`, numbers written with thousands separators as tables write them.
     const [name, command, input] = rest;
-    write(name, command, { tables: { [name]: readFileSync(input, "utf8").trim() } });
+    const lines = readFileSync(input, "utf8").trim().split("\n");
+    const start = lines.findIndex((line) => line.includes(",") && !/\d/.test(line));
+    const [header, ...rows] = lines.slice(start).map((line) => line.split(","));
+    const show = (cell) => (/^\d+$/.test(cell) ? Number(cell).toLocaleString("en-US") : cell);
+    const figures = {};
+    for (const row of rows) {
+      header.forEach((column, index) => {
+        figures[`${row[0]}.${column}`] = show(row[index]);
+      });
+    }
+    const table = [
+      `| ${header.map((column) => column.replaceAll("_", " ")).join(" | ")} |`,
+      `|${header.map(() => "---:").join("|")}|`,
+      ...rows.map((row) => `| ${row.map(show).join(" | ")} |`),
+    ].join("\n");
+    write(name, command, { figures, tables: { [name]: table } });
+  } else if (verb === "record-table" && (rest.length === 3 || rest.length === 4)) {
+    const [name, command, input, cells] = rest;
+    const figures = cells ? flatten(JSON.parse(readFileSync(cells, "utf8"))) : {};
+    write(name, command, { figures, tables: { [name]: readFileSync(input, "utf8").trim() } });
   } else {
     process.stderr.write(
-      "usage: node scripts/figures.mjs [check | record NAME COMMAND IN.json | record-table NAME COMMAND IN.md]\n",
+      "usage: node scripts/figures.mjs [check | record NAME COMMAND IN.json | record-table NAME COMMAND IN.md [CELLS.json]]\n",
     );
     process.exit(2);
   }
