@@ -298,3 +298,29 @@ fn algorithm_summaries() -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use trickle::costs::CostTable;
+
+    /// The help restates ESI's table for readers of a terminal; the core's preset is what
+    /// `replay` charges, so the two must say the same.
+    #[test]
+    fn the_esi_line_states_what_the_core_charges() {
+        let help = super::help();
+        let line = help
+            .lines()
+            .skip_while(|line| !line.starts_with("ESI's cost table"))
+            .nth(1)
+            .expect("the help has ESI's cost table");
+        let esi = CostTable::esi();
+        for (class, status) in [("2XX", 200), ("3XX", 300), ("4XX", 400), ("5XX", 500)] {
+            let cost = esi.cost(status).unwrap();
+            let unit = if cost == 1 { "token" } else { "tokens" };
+            let stated = format!("{class}  {cost} {unit}");
+            assert!(line.contains(&stated), "{line:?} should say {stated:?}");
+        }
+        let stated = format!("(but 429: {})", esi.cost(429).unwrap());
+        assert!(line.contains(&stated), "{line:?} should say {stated:?}");
+    }
+}
