@@ -33,10 +33,17 @@ setup-test:
 build: package cli
 
 # The release WebAssembly build of crates/trickle-wasm and its JS glue, in www/pkg/, where
-# the element's source imports it from.
+# the element's source imports it from: what `wasm-pack build --profile wasm-release` makes,
+# byte for byte, in three steps, so that building needs no wasm-pack (a fresh machine would
+# compile it first, for minutes); the tests still use it for `wasm-pack test`. wasm-opt: its
+# default -O, and strip the two custom sections no browser reads (which tools built the
+# module, and the features it was compiled with).
+WASM_OUT = target/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
 wasm: setup
-	$(WASM_PACK) build $(WASM_CRATE) --target web --profile wasm-release --mode no-install \
-		--no-pack --out-name trickle --out-dir $(CURDIR)/$(PKG)
+	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release
+	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle $(WASM_OUT)
+	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(PKG)/trickle_bg.wasm
+	@printf '*' > $(PKG)/.gitignore
 
 # The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
 # then `npm pack` into target/package/rate-limit-demo-<version>.tgz, the artifact.

@@ -3,9 +3,10 @@
 # `make demo` and `make test` work on a fresh machine and cost seconds on a set-up one.
 #
 #   scripts/setup.sh          what building needs, and nothing more: Rust's clippy and rustfmt,
-#                             the wasm32 target, wasm-pack, wasm-bindgen-cli, and www/'s npm
+#                             the wasm32 target, wasm-bindgen-cli, and www/'s npm
 #                             packages (esbuild, wasm-opt from npm's binaryen, the manifest analyzer)
-#   scripts/setup.sh test     the same, plus what the tests need: tests/e2e's npm packages
+#   scripts/setup.sh test     the same, plus what the tests need: wasm-pack (for `wasm-pack
+#                             test`), tests/e2e's npm packages
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
 #                             (VitePress, Docusaurus and Astro Starlight from npm; MkDocs with
 #                             Material and Sphinx from PyPI, in tests/recipes/.venv), Debian's
@@ -35,7 +36,9 @@ done
 rustup target list --installed | grep -qx wasm32-unknown-unknown ||
     rustup target add wasm32-unknown-unknown
 
-if [ "$(wasm-pack --version 2>/dev/null)" != "wasm-pack $WASM_PACK_VERSION" ]; then
+# wasm-pack runs the WebAssembly tests (`wasm-pack test`); building needs only the three
+# tools the Makefile's `wasm` target calls, so a fresh machine's `make demo` skips it.
+if [ "${1:-}" = test ] && [ "$(wasm-pack --version 2>/dev/null)" != "wasm-pack $WASM_PACK_VERSION" ]; then
     say "installing wasm-pack $WASM_PACK_VERSION (about 2 minutes)"
     cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked
 fi
