@@ -1,6 +1,6 @@
 // The floating window in plain JavaScript: the baseline that benches/wasm-hit.mjs measures
-// the WebAssembly bindings against, and nothing else. It follows src/floating.rs and
-// src/state.rs step by step and answers with the same object as `Limiter.hit`, so that the
+// the WebAssembly bindings against, and nothing else. It follows src/algorithms/floating.rs and
+// src/algorithms/state.rs step by step and answers with the same object as `Limiter.hit`, so that the
 // two do the same work; wasm-hit.mjs checks that they agree decision for decision.
 //
 // JS numbers are exact only below 2^53, so this is right for small limits such as 6/8s and

@@ -75,46 +75,57 @@
 
 extern crate alloc;
 
-mod algorithm;
-mod bucket;
-pub mod compare;
-#[cfg(feature = "std")]
-mod concurrent;
-pub mod costs;
-mod decision;
-mod errors;
-pub mod esi;
-mod fixed;
-mod floating;
-pub mod flow;
-#[cfg(feature = "std")]
-mod keyed;
-mod limit;
-#[cfg(feature = "std")]
-mod packed;
-pub mod reservation;
-#[cfg(feature = "std")]
-mod seeded_hash;
-mod sliding_log;
-pub mod state;
-mod store;
-mod text;
-mod token_bucket;
-mod tokens;
+// The modules are grouped by layer, and a module only imports from its own layer or the
+// layers before it (tests/layers.rs keeps it so):
+// - values: text, tokens, a limit, a decision: what every layer speaks in;
+// - algorithms: the per-key state of each algorithm, the rule they share, reservations,
+//   and the one dispatch over them (`algorithms::any`);
+// - stores: where states live (one bucket, a keyed map, the concurrent map) and the
+//   `Store` trait over them;
+// - serving and analysis: what a server does with a store (costs by status, ESI's
+//   headers, the reserve-then-settle flow), and how far an algorithm strays (compare).
+// The public paths below are the API; the layout behind them is free to change.
+mod algorithms;
+mod analysis;
+mod serving;
+mod stores;
+mod values;
 
-pub use algorithm::{Algorithm, Limiter};
-pub use bucket::{Bucket, FixedWindow, FloatingWindow, SlidingLog, TokenBucket};
+pub use algorithms::reservation;
+pub use analysis::compare;
+pub use serving::{costs, esi, flow};
+
+pub mod state {
+    //! What every algorithm does with a request, and the rule they all share.
+    //!
+    //! Each algorithm keeps its per-key numbers in a small state type that implements
+    //! [`State`]. The limit lives outside the state, so a keyed limiter stores one limit for
+    //! many keys, and the state only ever holds counters and the latest time it has seen.
+    //!
+    //! The shared rule: a request of cost c is allowed iff `used + c ≤ N`. A cost of 0 always
+    //! fits, a cost above N never does, and a denial spends nothing. Times earlier than the
+    //! latest time already seen are treated as that latest time.
+    pub use crate::algorithms::any::AnyState;
+    pub use crate::algorithms::fixed::FixedState;
+    pub use crate::algorithms::floating::FloatingState;
+    pub use crate::algorithms::sliding_log::SlidingLogState;
+    pub use crate::algorithms::state::State;
+    pub use crate::algorithms::token_bucket::TokenBucketState;
+}
+
+pub use algorithms::any::{Algorithm, AlgorithmError};
+pub use algorithms::reservation::{Admission, Reservation};
+pub use serving::costs::CostTable;
+pub use serving::esi::StatusError;
+pub use stores::bucket::{Bucket, FixedWindow, FloatingWindow, Limiter, SlidingLog, TokenBucket};
 #[cfg(feature = "std")]
-pub use concurrent::{ConcurrentKeyedLimiter, TooManyKeys};
-pub use costs::CostTable;
-pub use decision::{Counters, Decision, Outcome};
-pub use errors::{AlgorithmError, LimitError, StatusError};
+pub use stores::concurrent::{ConcurrentKeyedLimiter, TooManyKeys};
 #[cfg(feature = "std")]
-pub use keyed::{GroupedLimiter, KeyedLimiter};
-pub use limit::Limit;
-pub use reservation::{Admission, Reservation};
-pub use store::{Op, Store};
-pub use tokens::Tokens;
+pub use stores::keyed::{GroupedLimiter, KeyedLimiter};
+pub use stores::store::{Op, Store};
+pub use values::decision::{Counters, Decision, Outcome};
+pub use values::limit::{Limit, LimitError};
+pub use values::tokens::Tokens;
 
 // The Rust examples of the README and of the docs site's Rust chapter compile and run as
 // doc tests.

@@ -9,7 +9,9 @@ use std::num::NonZeroUsize;
 use std::sync::Barrier;
 use std::thread;
 
-use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle::state::{
+    AnyState, FixedState, FloatingState, SlidingLogState, State, TokenBucketState,
+};
 use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Limit, Op, Outcome, TooManyKeys};
 
 fn limit(text: &str) -> Limit {
@@ -55,7 +57,7 @@ fn is_send_and_sync() {
 /// the whole limit in requests of cost c: between them they spend exactly ⌊N / c⌋ × c
 /// tokens, what one thread alone would, in every one of 200 runs.
 fn one_key_at_a_frozen_clock_admits_exactly_the_limit<
-    S: State + Default + Send + Sync + 'static,
+    S: State + Clone + Default + Send + Sync + 'static,
 >(
     cases: &[(Limit, u64)],
     packed: bool,
@@ -152,6 +154,19 @@ fn floating_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
     one_key_at_a_frozen_clock_admits_exactly_the_limit::<FloatingState>(&frozen_cases(), true);
 }
 
+/// The floating window chosen at run time, as the tower layer chooses it, packs as the
+/// floating window's own state does.
+#[test]
+fn any_state_floating_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<AnyState>(&frozen_cases(), true);
+}
+
+#[test]
+fn any_state_floating_beyond_the_packed_bound_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
+    let cases = with_costs(beyond_the_packed_bound());
+    one_key_at_a_frozen_clock_admits_exactly_the_limit::<AnyState>(&cases, false);
+}
+
 #[test]
 fn floating_at_the_packed_bound_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
     let cases = with_costs(at_the_packed_bound());
@@ -190,7 +205,7 @@ fn token_bucket_one_key_at_a_frozen_clock_admits_exactly_the_limit() {
 /// key, and after a sweep at the round's time both hold the same number of keys.
 fn many_keys_admit_per_key_what_the_sequential_core_admits<S>(shared_limit: Limit)
 where
-    S: State + Default + Send + Sync + 'static,
+    S: State + Clone + Default + Send + Sync + 'static,
 {
     const KEYS: u64 = 40;
     const ROUNDS: u64 = 60;
@@ -275,6 +290,11 @@ where
 #[test]
 fn floating_many_keys_admit_per_key_what_the_sequential_core_admits() {
     many_keys_admit_per_key_what_the_sequential_core_admits::<FloatingState>(limit("5/1000ms"));
+}
+
+#[test]
+fn any_state_floating_many_keys_admit_per_key_what_the_sequential_core_admits() {
+    many_keys_admit_per_key_what_the_sequential_core_admits::<AnyState>(limit("5/1000ms"));
 }
 
 /// 15 tokens per 2^56 ms: packed with nothing to spare (4-bit counters).
@@ -429,7 +449,7 @@ fn records_overflowing_the_packed_counters_from_many_threads_are_each_seen_once(
 /// From one thread, with one shard (so that idle buckets are dropped at the same moments),
 /// every call answers exactly as `KeyedLimiter`'s: hit, peek, record and reset, at times
 /// that go forward, stand still, jump windows and go back, and the two hold the same keys.
-fn follows_the_keyed_limiter_call_for_call<S: State + Default + 'static>() {
+fn follows_the_keyed_limiter_call_for_call<S: State + Clone + Default>() {
     let shared_limit = limit("6/1000ms");
     let limiter: ConcurrentKeyedLimiter<u64, S> =
         ConcurrentKeyedLimiter::with_shards(shared_limit, shards(1));
@@ -527,7 +547,9 @@ fn idle_keys_go_after_two_windows_under_concurrent_use() {
 
 /// The same churn for every algorithm, with keys repeating: after every window, no more keys
 /// hold a bucket than made a request in that window or the one before.
-fn len_stays_within_the_keys_of_the_last_two_windows<S: State + Default + Send + Sync + 'static>() {
+fn len_stays_within_the_keys_of_the_last_two_windows<
+    S: State + Clone + Default + Send + Sync + 'static,
+>() {
     const WINDOWS: u64 = 30;
     const PER_WINDOW: u64 = 2_000;
     const THREADS: u64 = 4;
@@ -603,7 +625,9 @@ fn token_bucket_len_stays_within_the_keys_of_the_last_two_windows() {
 /// token bucket refills as time passes, so for it the forward clocks stand still. Every
 /// denial's retry, counted from the caller's own clock, lands after the time it was decided
 /// at.
-fn a_clock_going_backwards_admits_nothing_extra<S: State + Default + Send + Sync + 'static>(
+fn a_clock_going_backwards_admits_nothing_extra<
+    S: State + Clone + Default + Send + Sync + 'static,
+>(
     forward_step_ms: u64,
 ) {
     const RUNS: u64 = 100;

@@ -1,4 +1,4 @@
-//! Reserve, then settle (src/reservation.rs), against an independent model of what a settle
+//! Reserve, then settle (src/algorithms/reservation.rs), against an independent model of what a settle
 //! means, for the four algorithms: random traces of hits, peeks, records, reserves and
 //! settles (at the reserve, more, less, zero; at once, later, across window edges and
 //! rolls), some reservations never settled, as a request whose client hung up. Then the

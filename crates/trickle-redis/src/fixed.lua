@@ -1,4 +1,4 @@
--- The fixed window, decided as trickle's core decides it (src/fixed.rs).
+-- The fixed window, decided as trickle's core decides it (src/algorithms/fixed.rs).
 --
 -- The hash holds current (the tokens spent in the window of `counted`), counted (the time
 -- of the last spend) and seen (the latest time any request brought).

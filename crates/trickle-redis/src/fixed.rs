@@ -1,6 +1,6 @@
 //! The fixed window as one Lua script: one counter, emptied at every multiple of W.
 //!
-//! The script (`fixed.lua`, beside this file) repeats the core's `src/fixed.rs`: find the
+//! The script (`fixed.lua`, beside this file) repeats the core's `src/algorithms/fixed.rs`: find the
 //! window the request falls in with one `fmod`, empty the counter if it belongs to an
 //! earlier window, compare `current × W` with `(N − cost) × W`, and for a denial wait for
 //! the window's end.

@@ -1,4 +1,4 @@
--- The floating window, decided as trickle's core decides it (src/floating.rs).
+-- The floating window, decided as trickle's core decides it (src/algorithms/floating.rs).
 --
 -- The hash holds previous, current, counted (the time the counters were last rolled to)
 -- and seen (the latest time any request brought).

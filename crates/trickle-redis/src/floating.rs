@@ -1,7 +1,7 @@
 //! The floating window as one Lua script: decide, and spend only when allowed, in one
 //! round trip.
 //!
-//! The script (`floating.lua`, beside this file) repeats the core's `src/floating.rs`
+//! The script (`floating.lua`, beside this file) repeats the core's `src/algorithms/floating.rs`
 //! step for step in integers: roll the counters to the request's window, compare
 //! `previous × (W − e) + current × W` with `(N − cost) × W`, and for a denial find the first
 //! millisecond that fits with the same floor division the core makes.

@@ -1,4 +1,4 @@
--- The sliding log, decided as trickle's core decides it (src/sliding_log.rs).
+-- The sliding log, decided as trickle's core decides it (src/algorithms/sliding_log.rs).
 --
 -- KEYS[1]  the bucket's hash: total (the sum of the logged costs) and seen (the latest
 --          time any request brought).

@@ -1,7 +1,7 @@
 //! The sliding log as one Lua script: decide, and log the spend only when allowed, in one
 //! round trip.
 //!
-//! The script (`sliding_log.lua`, beside this file) repeats the core's `src/sliding_log.rs`
+//! The script (`sliding_log.lua`, beside this file) repeats the core's `src/algorithms/sliding_log.rs`
 //! step for step: the bucket's hash holds the total and the latest time seen, and a list
 //! beside it holds one `ms:cost` entry per millisecond with spending, oldest first. Tokens
 //! spent at s count while `s > t − W`; a denial walks the list oldest first to the entry

@@ -1,4 +1,4 @@
--- The token bucket, decided as trickle's core decides it (src/token_bucket.rs).
+-- The token bucket, decided as trickle's core decides it (src/algorithms/token_bucket.rs).
 --
 -- The hash holds owed (whole tokens taken out), fraction (the part of a token taken out,
 -- in 1/W units, below W), refilled (the time they were refilled to) and seen (the latest

@@ -3,7 +3,7 @@
 //!
 //! The script (`token_bucket.lua`, beside this file) keeps the core's state, the tokens
 //! taken out as whole tokens plus a fraction in 1/W units, and refills it as
-//! `src/token_bucket.rs` does, borrowing a whole token when the fraction is too small, so
+//! `src/algorithms/token_bucket.rs` does, borrowing a whole token when the fraction is too small, so
 //! that no fraction of a token is lost. The refill `N × gap` is only worked out for gaps
 //! shorter than the time to fill the bucket, which keeps it below `used × W ≤ 2^53`.
 

@@ -139,7 +139,7 @@ impl Open {
 }
 
 /// How long after its reserve, in ms, a reservation's tokens count (the core's settle
-/// changes nothing from then on): worked out here from the rule in src/reservation.rs,
+/// changes nothing from then on): worked out here from the rule in src/algorithms/reservation.rs,
 /// not from the scripts.
 fn counts_ms(algorithm: Algorithm, limit: Limit, at_ms: u64) -> u64 {
     let window_ms = limit.window_ms();

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::{ready, Future};
 use std::num::NonZeroUsize;
 
-use trickle::state::{FixedState, FloatingState, SlidingLogState, TokenBucketState};
+use trickle::state::AnyState;
 use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, TooManyKeys};
 
 use crate::failure::Failure;
@@ -77,38 +77,9 @@ pub struct InProcess {
     max_keys: Option<NonZeroUsize>,
 }
 
-/// One group's buckets, under the algorithm it was added with.
-#[derive(Debug)]
-enum Keyed {
-    Floating(ConcurrentKeyedLimiter<String, FloatingState>),
-    SlidingLog(ConcurrentKeyedLimiter<String, SlidingLogState>),
-    Fixed(ConcurrentKeyedLimiter<String, FixedState>),
-    TokenBucket(ConcurrentKeyedLimiter<String, TokenBucketState>),
-}
-
-impl Keyed {
-    /// The same group, capped at about `max_keys` keys.
-    fn capped(self, max_keys: NonZeroUsize) -> Keyed {
-        match self {
-            Keyed::Floating(limiter) => Keyed::Floating(limiter.with_max_keys(max_keys)),
-            Keyed::SlidingLog(limiter) => Keyed::SlidingLog(limiter.with_max_keys(max_keys)),
-            Keyed::Fixed(limiter) => Keyed::Fixed(limiter.with_max_keys(max_keys)),
-            Keyed::TokenBucket(limiter) => Keyed::TokenBucket(limiter.with_max_keys(max_keys)),
-        }
-    }
-}
-
-/// `$body` with `$limiter` bound to whichever limiter `$keyed` holds.
-macro_rules! with_limiter {
-    ($keyed:expr, $limiter:ident => $body:expr) => {
-        match $keyed {
-            Keyed::Floating($limiter) => $body,
-            Keyed::SlidingLog($limiter) => $body,
-            Keyed::Fixed($limiter) => $body,
-            Keyed::TokenBucket($limiter) => $body,
-        }
-    };
-}
+/// One group's buckets, under the algorithm it was added with: the core's one dispatch
+/// over the algorithms ([`AnyState`]), and one word per key for the floating window.
+type Keyed = ConcurrentKeyedLimiter<String, AnyState>;
 
 impl InProcess {
     /// A backend with no group yet.
@@ -123,14 +94,9 @@ impl InProcess {
         algorithm: Algorithm,
         limit: Limit,
     ) -> InProcess {
-        let keyed = match algorithm {
-            Algorithm::Floating => Keyed::Floating(ConcurrentKeyedLimiter::new(limit)),
-            Algorithm::SlidingLog => Keyed::SlidingLog(ConcurrentKeyedLimiter::new(limit)),
-            Algorithm::Fixed => Keyed::Fixed(ConcurrentKeyedLimiter::new(limit)),
-            Algorithm::TokenBucket => Keyed::TokenBucket(ConcurrentKeyedLimiter::new(limit)),
-        };
+        let keyed = Keyed::with_state(limit, AnyState::new(algorithm));
         let keyed = match self.max_keys {
-            Some(max_keys) => keyed.capped(max_keys),
+            Some(max_keys) => keyed.with_max_keys(max_keys),
             None => keyed,
         };
         self.groups.insert(name.into(), keyed);
@@ -149,7 +115,7 @@ impl InProcess {
         self.groups = self
             .groups
             .into_iter()
-            .map(|(name, keyed)| (name, keyed.capped(max_keys)))
+            .map(|(name, keyed)| (name, keyed.with_max_keys(max_keys)))
             .collect();
         self
     }
@@ -159,7 +125,7 @@ impl InProcess {
     /// now and then for the ones no request has touched lately.
     pub fn sweep(&self, now_ms: u64) {
         for keyed in self.groups.values() {
-            with_limiter!(keyed, limiter => limiter.sweep(now_ms));
+            keyed.sweep(now_ms);
         }
     }
 
@@ -173,12 +139,9 @@ impl InProcess {
     /// other under their read locks, so while requests are being decided the count is a
     /// close estimate; buckets that no longer count stay until swept.
     pub fn live_keys(&self) -> impl Iterator<Item = (&str, usize)> + '_ {
-        self.groups.iter().map(|(name, keyed)| {
-            (
-                name.as_str(),
-                with_limiter!(keyed, limiter => limiter.len()),
-            )
-        })
+        self.groups
+            .iter()
+            .map(|(name, keyed)| (name.as_str(), keyed.len()))
     }
 
     pub(crate) fn decide_now(
@@ -195,7 +158,8 @@ impl InProcess {
             })
         })?;
         // Borrowed: the key is copied only when its bucket is new.
-        with_limiter!(keyed, limiter => limiter.try_decide(key, op, now_ms, cost))
+        keyed
+            .try_decide(key, op, now_ms, cost)
             .map_err(InProcessError::TooManyKeys)
     }
 }
@@ -233,7 +197,7 @@ impl Backend for InProcess {
 
     fn limit(&self, group: &str) -> Option<Limit> {
         let keyed = self.groups.get(group)?;
-        Some(with_limiter!(keyed, limiter => limiter.limit()))
+        Some(keyed.limit())
     }
 
     /// A missing group is the configuration's fault, not an outage; a full table is no

@@ -5,7 +5,7 @@
 //! The word holds no window number. [`ConcurrentKeyedLimiter`](crate::ConcurrentKeyedLimiter)
 //! keeps, per shard, the window every packed word of that shard belongs to, and rolls all of
 //! them into the next window at once, under the shard's write lock, before any decision is
-//! made in it (see `src/concurrent.rs`). A window number stored in the word, wrapping in the
+//! made in it (see `src/stores/concurrent.rs`). A window number stored in the word, wrapping in the
 //! bits left over, could alias: a key idle for a multiple of its period would look current.
 //! With no number stored, there is nothing to alias.
 //!
@@ -32,9 +32,17 @@
 //! decision whose clock reading went stale while another thread decided for the same key
 //! (a denial, which spends nothing, included) finds the word changed, and decides again.
 
-use crate::decision::{Counters, Decision, Outcome};
-use crate::limit::Limit;
-use crate::state::{decision, Usage};
+// Under `--cfg loom` the atomic is loom's, so that tests/loom_packed.rs explores every
+// interleaving of the compare-and-swap below.
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::algorithms::floating::FloatingState;
+use crate::algorithms::state::{decision, peek_rolled, record_rolled, settle_rolled, State, Usage};
+use crate::values::decision::{Counters, Decision, Outcome};
+use crate::values::limit::Limit;
 
 /// How a limit's bucket is laid out in a word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +106,7 @@ impl Packing {
 }
 
 /// `hit` on a packed bucket, `elapsed_ms` into its window, at `at_ms`: the floating
-/// window's rule as `src/floating.rs` and `src/state.rs` apply it, in `u64`, which every
+/// window's rule as `src/algorithms/floating.rs` and `src/algorithms/state.rs` apply it, in `u64`, which every
 /// number of a packed limit fits. Counters below 2^B and a window of at most 2^E ms, with
 /// 2B + E ≤ 64, keep `previous × (W − e) + current × W` below 2^64, and N × W too. Returns
 /// the decision and `current` after it; the tests compare both with the core's on random
@@ -146,6 +154,172 @@ pub(crate) fn hit(
         }),
     };
     (decision(limit, at_ms, cost, outcome, usage), current)
+}
+
+/// What a request does to its bucket besides being decided.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Charge {
+    /// Spend the cost if it fits ([`State::hit`]).
+    Hit,
+    /// Spend the cost whether it fits or not ([`State::record`]).
+    Record,
+    /// Settle a reservation at the cost ([`State::settle`]).
+    Settle { reserved_at_ms: u64, reserved: u64 },
+}
+
+impl Charge {
+    /// The charge on a whole state, at the effective time `at_ms`.
+    pub(crate) fn apply<S: State>(
+        self,
+        state: &mut S,
+        limit: &Limit,
+        at_ms: u64,
+        cost: u64,
+    ) -> Decision {
+        match self {
+            Charge::Hit => state.hit(limit, at_ms, cost),
+            Charge::Record => state.record(limit, at_ms, cost),
+            Charge::Settle {
+                reserved_at_ms,
+                reserved,
+            } => state.settle(limit, at_ms, reserved_at_ms, reserved, cost),
+        }
+    }
+}
+
+/// A bucket with nothing spent in it.
+pub(crate) const EMPTY: Packed = Packed {
+    previous: 0,
+    current: 0,
+    latest_offset_ms: 0,
+};
+
+/// Decides `hit`, `record` or `settle` on a packed word by compare-and-swap, `elapsed_ms`
+/// into the shard's window (which starts at `start_ms`); `None` when a record or a settle
+/// would carry a counter past the packed counters, leaving the word as it was.
+///
+/// Each try decides at no earlier a time than the word's latest offset, and writes its own
+/// time there, so the word changes with every decision made at a later time, a denial's
+/// too. A try whose word went stale while it decided (another thread decided for the key,
+/// at a later time or spending) fails to swap and decides again from the new word: the
+/// key's decisions follow one another as in the sequential core, at nondecreasing times.
+/// A word may change and change back (a refund undoing a hit at the same offset), and a
+/// swap then succeeds on a word other threads have been through; that is harmless, as the
+/// word is the bucket's whole state: a decision made from it holds whenever it is the
+/// state, at any time no earlier than its offset.
+///
+/// Only the word's own modification order matters here, so every access is relaxed; the
+/// shard's lock orders the word against the sweeps that roll it.
+#[inline(always)]
+pub(crate) fn charge_packed(
+    limit: &Limit,
+    packing: Packing,
+    word: &AtomicU64,
+    start_ms: u64,
+    elapsed_ms: u64,
+    cost: u64,
+    charge: Charge,
+) -> Option<Decision> {
+    let mut seen = word.load(Ordering::Relaxed);
+    loop {
+        let bucket = packing.unpack(seen);
+        let elapsed_ms = elapsed_ms.max(bucket.latest_offset_ms);
+        let at_ms = start_ms + elapsed_ms;
+        let (decision, previous, current) = match charge {
+            // An allowed hit keeps `current` at most N, which the counters hold.
+            Charge::Hit => {
+                let (decision, current) = hit(limit, bucket, elapsed_ms, at_ms, cost);
+                (decision, bucket.previous, current)
+            }
+            Charge::Record | Charge::Settle { .. } => {
+                let mut state =
+                    FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
+                let decision = match charge {
+                    Charge::Settle {
+                        reserved_at_ms,
+                        reserved,
+                    } => settle_rolled(
+                        &mut state,
+                        limit,
+                        elapsed_ms,
+                        reserved_at_ms,
+                        reserved,
+                        cost,
+                    ),
+                    _ => record_rolled(&mut state, limit, elapsed_ms, cost),
+                };
+                let (previous, current) = state.counters();
+                let fits = |count: u128| {
+                    u64::try_from(count)
+                        .ok()
+                        .filter(|&count| count <= packing.max_count())
+                };
+                (decision, fits(previous)?, fits(current)?)
+            }
+        };
+        let next = packing.pack(Packed {
+            previous,
+            current,
+            latest_offset_ms: elapsed_ms,
+        });
+        if next == seen {
+            return Some(decision);
+        }
+        match word.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(decision),
+            Err(actual) => seen = actual,
+        }
+    }
+}
+
+/// `peek` on a packed word of the shard whose window starts at `start_ms`. The clock may be
+/// in a later window that no request has swept the shard into yet: the counters are rolled
+/// here, as the sweep would roll them, without writing.
+pub(crate) fn peek_packed(
+    limit: &Limit,
+    packing: Packing,
+    word: u64,
+    start_ms: u64,
+    at_ms: u64,
+    cost: u64,
+) -> Decision {
+    let window_ms = limit.window_ms();
+    let bucket = packing.unpack(word);
+    let at_ms = at_ms.max(start_ms + bucket.latest_offset_ms);
+    let window_at_ms = at_ms - at_ms % window_ms;
+    let bucket = roll(bucket, windows_between(start_ms, window_at_ms, window_ms));
+    let state = FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
+    peek_rolled(&state, limit, at_ms, at_ms - window_at_ms, cost)
+}
+
+/// A packed bucket `windows` windows later: the floating window's roll.
+pub(crate) fn roll(bucket: Packed, windows: u64) -> Packed {
+    match windows {
+        0 => bucket,
+        1 => Packed {
+            previous: bucket.current,
+            current: 0,
+            latest_offset_ms: 0,
+        },
+        _ => Packed {
+            previous: 0,
+            current: 0,
+            latest_offset_ms: 0,
+        },
+    }
+}
+
+/// How many windows the window starting at `from_ms` is before the time `to_ms`, ≥ `from_ms`:
+/// 0, 1 or 2 for anything further (all that rolling needs), without dividing.
+pub(crate) fn windows_between(from_ms: u64, to_ms: u64, window_ms: u64) -> u64 {
+    let apart_ms = to_ms - from_ms;
+    if apart_ms < window_ms {
+        0
+    } else if apart_ms - window_ms < window_ms {
+        1
+    } else {
+        2
+    }
 }
 
 #[cfg(test)]
@@ -199,8 +373,8 @@ mod tests {
     /// offsets and costs (0, N, above N) under limits from 1 ms to the packed bound.
     #[test]
     fn hit_answers_as_the_core() {
-        use crate::floating::FloatingState;
-        use crate::state::hit_rolled;
+        use crate::algorithms::floating::FloatingState;
+        use crate::algorithms::state::hit_rolled;
 
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         let mut below = |bound: u64| {

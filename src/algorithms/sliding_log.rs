@@ -7,9 +7,9 @@
 
 use alloc::collections::VecDeque;
 
-use crate::decision::{Decision, Outcome};
-use crate::limit::Limit;
-use crate::state::{decision, judge, saturate_ms, Difference, State, Usage};
+use crate::algorithms::state::{decision, judge, saturate_ms, Difference, State, Usage};
+use crate::values::decision::{Decision, Outcome};
+use crate::values::limit::Limit;
 
 /// One millisecond's spending: requests logged in the same millisecond share an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,10 +30,11 @@ use alloc::collections::VecDeque;
 use core::fmt;
 use core::num::NonZeroU64;
 
-use crate::algorithm::{Algorithm, Limiter};
-use crate::decision::Decision;
-use crate::limit::Limit;
-use crate::tokens::write_decimal;
+use crate::algorithms::any::Algorithm;
+use crate::stores::bucket::Limiter;
+use crate::values::decision::Decision;
+use crate::values::limit::Limit;
+use crate::values::tokens::write_decimal;
 
 /// Two limiters under the same limit, fed the same requests, counting where they disagree.
 ///

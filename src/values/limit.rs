@@ -8,8 +8,7 @@ use core::fmt;
 use core::num::NonZeroU64;
 use core::str::FromStr;
 
-use crate::errors::LimitError;
-use crate::text::{parse_digits, split_once, Text};
+use crate::values::text::{error_from_message, parse_digits, split_once, Text};
 
 /// N tokens per window of W milliseconds.
 ///
@@ -150,3 +149,79 @@ impl fmt::Display for Limit {
         f.write_str(&self.text())
     }
 }
+
+/// A limit written as text (`"150/15m"`) or given as numbers could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitError {
+    /// The text has no `/` between the tokens and the window.
+    MissingSlash { text: String },
+    /// The part before `/` is not a whole number.
+    BadTokens { text: String, tokens: String },
+    /// The part after `/` is not a whole number followed by a unit.
+    BadWindow { text: String, window: String },
+    /// The window's unit is not one of `ms`, `s`, `m`, `h`.
+    UnknownUnit { text: String, unit: String },
+    /// A limit of zero tokens admits nothing at all.
+    ZeroTokens,
+    /// A window of zero milliseconds has no length to spread tokens over.
+    ZeroWindow,
+    /// The window is longer than `u64::MAX` milliseconds.
+    WindowTooLong { text: String },
+}
+
+const LIMIT_FORM: &str =
+    "write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m";
+
+impl LimitError {
+    /// What `Display` writes, built without `core::fmt` so that the WebAssembly build
+    /// carries no formatting code.
+    pub fn message(&self) -> String {
+        let mut text = Text::new();
+        match self {
+            LimitError::MissingSlash { text: limit } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(" has no '/'; ")
+                .push(LIMIT_FORM),
+            LimitError::BadTokens {
+                text: limit,
+                tokens,
+            } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": tokens ")
+                .quoted(tokens)
+                .push(" is not a whole number from 1 to ")
+                .number(u64::MAX)
+                .push("; ")
+                .push(LIMIT_FORM),
+            LimitError::BadWindow {
+                text: limit,
+                window,
+            } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": window ")
+                .quoted(window)
+                .push(" is not a whole number followed by a unit; ")
+                .push(LIMIT_FORM),
+            LimitError::UnknownUnit { text: limit, unit } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": unknown unit ")
+                .quoted(unit)
+                .push("; the unit must be ms, s, m or h, as in 6/8s"),
+            LimitError::ZeroTokens => text.push("a limit needs at least 1 token per window, got 0"),
+            LimitError::ZeroWindow => text.push("a window must be at least 1 ms long, got 0"),
+            LimitError::WindowTooLong { text: limit } => text
+                .push("limit ")
+                .quoted(limit)
+                .push(": the window is longer than ")
+                .number(u64::MAX)
+                .push(" ms, the longest allowed"),
+        }
+        .build()
+    }
+}
+
+error_from_message!(LimitError);

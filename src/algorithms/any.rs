@@ -4,15 +4,14 @@ use alloc::string::{String, ToString};
 use core::fmt;
 use core::str::FromStr;
 
-use crate::bucket::Bucket;
-use crate::decision::Decision;
-use crate::errors::AlgorithmError;
-use crate::fixed::FixedState;
-use crate::floating::FloatingState;
-use crate::limit::Limit;
-use crate::sliding_log::SlidingLogState;
-use crate::state::State;
-use crate::token_bucket::TokenBucketState;
+use crate::algorithms::fixed::FixedState;
+use crate::algorithms::floating::FloatingState;
+use crate::algorithms::sliding_log::SlidingLogState;
+use crate::algorithms::state::State;
+use crate::algorithms::token_bucket::TokenBucketState;
+use crate::values::decision::Decision;
+use crate::values::limit::Limit;
+use crate::values::text::{error_from_message, Text};
 
 /// One of the four algorithms, named as the CLI and the docs widget name them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -105,7 +104,7 @@ impl fmt::Display for Algorithm {
     }
 }
 
-/// The state of whichever algorithm a [`Limiter`] was built with.
+/// The state of whichever algorithm a [`Limiter`](crate::Limiter) was built with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AnyState {
     Floating(FloatingState),
@@ -150,6 +149,37 @@ macro_rules! on_state {
     };
 }
 
+/// The default algorithm's empty state, as [`Algorithm::default`] names it.
+impl Default for AnyState {
+    fn default() -> AnyState {
+        AnyState::new(Algorithm::default())
+    }
+}
+
+impl From<FloatingState> for AnyState {
+    fn from(state: FloatingState) -> AnyState {
+        AnyState::Floating(state)
+    }
+}
+
+impl From<SlidingLogState> for AnyState {
+    fn from(state: SlidingLogState) -> AnyState {
+        AnyState::SlidingLog(state)
+    }
+}
+
+impl From<FixedState> for AnyState {
+    fn from(state: FixedState) -> AnyState {
+        AnyState::Fixed(state)
+    }
+}
+
+impl From<TokenBucketState> for AnyState {
+    fn from(state: TokenBucketState) -> AnyState {
+        AnyState::TokenBucket(state)
+    }
+}
+
 impl State for AnyState {
     fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
         on_state!(self, state => state.hit(limit, now_ms, cost))
@@ -174,6 +204,10 @@ impl State for AnyState {
         on_state!(self, state => state.settle(limit, now_ms, reserved_at_ms, reserved, cost))
     }
 
+    fn with_window_counters(&self, previous: u64, current: u64, latest_ms: u64) -> Option<Self> {
+        on_state!(self, state => Some(state.with_window_counters(previous, current, latest_ms)?.into()))
+    }
+
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
         on_state!(self, state => state.is_idle(limit, now_ms))
     }
@@ -183,29 +217,31 @@ impl State for AnyState {
     }
 }
 
-/// A bucket whose algorithm is chosen at run time, as the CLI and the widget choose it.
-///
-/// ```
-/// use trickle::{Algorithm, Limiter};
-///
-/// let mut limiter = Limiter::with_algorithm(Algorithm::SlidingLog, "6/8s".parse().unwrap());
-/// for t in 0..6 {
-///     assert!(limiter.hit(t * 100, 1).is_allowed());
-/// }
-/// // The first token comes back exactly 8 s after it was spent.
-/// assert_eq!(limiter.hit(600, 1).retry_after_ms(), Some(8_000 - 600));
-/// ```
-pub type Limiter = Bucket<AnyState>;
+/// A name that is not one of the algorithms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlgorithmError {
+    pub name: String,
+}
 
-impl Limiter {
-    /// An empty limiter running `algorithm` under `limit`. (Not `new`, which the
-    /// single-algorithm buckets use: one name for both would make `Bucket::new` ambiguous.)
-    pub fn with_algorithm(algorithm: Algorithm, limit: Limit) -> Limiter {
-        Bucket::with_state(limit, AnyState::new(algorithm))
-    }
-
-    /// The algorithm this limiter runs.
-    pub fn algorithm(&self) -> Algorithm {
-        self.state().algorithm()
+impl AlgorithmError {
+    /// What `Display` writes: the name, and the algorithms there are (from
+    /// [`Algorithm::ALL`]), built without `core::fmt`.
+    pub fn message(&self) -> String {
+        let mut text = Text::new();
+        text.push("unknown algorithm ")
+            .quoted(&self.name)
+            .push("; use ");
+        let count = Algorithm::ALL.len();
+        for (i, algorithm) in Algorithm::ALL.iter().enumerate() {
+            match i {
+                0 => &mut text,
+                _ if i + 1 == count => text.push(" or "),
+                _ => text.push(", "),
+            }
+            .push(algorithm.name());
+        }
+        text.build()
     }
 }
+
+error_from_message!(AlgorithmError);

@@ -12,11 +12,13 @@ use core::hash::Hash;
 use core::mem::size_of;
 use std::collections::HashMap;
 
-use crate::decision::{Decision, Outcome};
-use crate::floating::FloatingState;
-use crate::limit::Limit;
-use crate::reservation::{Admission, Reservation};
-use crate::state::State;
+use crate::algorithms::floating::FloatingState;
+use crate::algorithms::reservation::{Admission, Reservation};
+use crate::algorithms::state::State;
+use crate::stores::store::{Op, Store};
+use crate::values::decision::{Decision, Outcome};
+use crate::values::limit::Limit;
+use core::convert::Infallible;
 
 /// One bucket per key, all under the same limit.
 ///
@@ -264,5 +266,27 @@ impl<G: Hash + Eq, K: Hash + Eq, S: State + Default> GroupedLimiter<G, K, S> {
 impl<G: Hash + Eq, K: Hash + Eq, S: State + Default> Default for GroupedLimiter<G, K, S> {
     fn default() -> Self {
         GroupedLimiter::new()
+    }
+}
+
+/// A keyed limiter is a [`Store`]: what the flow and its tests run over.
+impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for KeyedLimiter<K, S> {
+    type Error = Infallible;
+
+    fn limit(&self) -> Limit {
+        KeyedLimiter::limit(self)
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
+        Ok(match op {
+            Op::Hit | Op::Reserve { .. } => self.hit(key.clone(), now_ms, cost),
+            Op::Peek => self.peek(key, now_ms, cost),
+            Op::Record => self.record(key.clone(), now_ms, cost),
+            Op::Settle {
+                reserved_at_ms,
+                reserved,
+                ..
+            } => self.settle_parts(key.clone(), reserved_at_ms, reserved, now_ms, cost),
+        })
     }
 }

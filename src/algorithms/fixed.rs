@@ -4,8 +4,8 @@
 //! window and another at the start of the next let 2N tokens through in a few
 //! milliseconds. It is here to be compared against, and for the APIs that really use it.
 
-use crate::limit::Limit;
-use crate::state::{Difference, Rolling, Usage};
+use crate::algorithms::state::{Difference, Rolling, Usage};
+use crate::values::limit::Limit;
 
 /// The tokens spent in the window of `latest_ms`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

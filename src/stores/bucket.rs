@@ -1,14 +1,15 @@
 //! One limit and one state: a single rate-limited bucket.
 
-use crate::decision::Decision;
-use crate::fixed::FixedState;
-use crate::floating::FloatingState;
-use crate::limit::Limit;
-use crate::reservation::{Admission, Reservation};
-use crate::sliding_log::SlidingLogState;
-use crate::state::State;
-use crate::store::Op;
-use crate::token_bucket::TokenBucketState;
+use crate::algorithms::any::{Algorithm, AnyState};
+use crate::algorithms::fixed::FixedState;
+use crate::algorithms::floating::FloatingState;
+use crate::algorithms::reservation::{Admission, Reservation};
+use crate::algorithms::sliding_log::SlidingLogState;
+use crate::algorithms::state::State;
+use crate::algorithms::token_bucket::TokenBucketState;
+use crate::stores::store::Op;
+use crate::values::decision::Decision;
+use crate::values::limit::Limit;
 
 /// A single bucket: a [`Limit`] and the state of one algorithm.
 ///
@@ -127,5 +128,32 @@ impl<S: State> Bucket<S> {
     /// Forgets every request: as new.
     pub fn reset(&mut self) {
         self.state.clear();
+    }
+}
+
+/// A bucket whose algorithm is chosen at run time, as the CLI and the widget choose it.
+///
+/// ```
+/// use trickle::{Algorithm, Limiter};
+///
+/// let mut limiter = Limiter::with_algorithm(Algorithm::SlidingLog, "6/8s".parse().unwrap());
+/// for t in 0..6 {
+///     assert!(limiter.hit(t * 100, 1).is_allowed());
+/// }
+/// // The first token comes back exactly 8 s after it was spent.
+/// assert_eq!(limiter.hit(600, 1).retry_after_ms(), Some(8_000 - 600));
+/// ```
+pub type Limiter = Bucket<AnyState>;
+
+impl Limiter {
+    /// An empty limiter running `algorithm` under `limit`. (Not `new`, which the
+    /// single-algorithm buckets use: one name for both would make `Bucket::new` ambiguous.)
+    pub fn with_algorithm(algorithm: Algorithm, limit: Limit) -> Limiter {
+        Bucket::with_state(limit, AnyState::new(algorithm))
+    }
+
+    /// The algorithm this limiter runs.
+    pub fn algorithm(&self) -> Algorithm {
+        self.state().algorithm()
     }
 }

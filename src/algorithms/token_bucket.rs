@@ -6,8 +6,8 @@
 //! as whole tokens plus a fraction in 1/W-token units: each millisecond gives back exactly
 //! N/W tokens, so no fraction of a token is ever lost. The bucket starts full.
 
-use crate::limit::Limit;
-use crate::state::{saturate_ms, Difference, Rolling, Usage};
+use crate::algorithms::state::{saturate_ms, Difference, Rolling, Usage};
+use crate::values::limit::Limit;
 
 /// The tokens taken out of the bucket as of `latest_ms`: `owed + fraction / W`.
 ///

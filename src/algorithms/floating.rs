@@ -13,9 +13,9 @@
 //! `previous × (W − e) + current × W` against `N × W`. This is what Cloudflare and Upstash
 //! call a sliding window, and what EVE Online's ESI calls a floating window.
 
-use crate::decision::Counters;
-use crate::limit::Limit;
-use crate::state::{saturate_ms, Difference, Rolling, Usage};
+use crate::algorithms::state::{saturate_ms, Difference, Rolling, Usage};
+use crate::values::decision::Counters;
+use crate::values::limit::Limit;
 
 /// A floating window's counters, 40 bytes: see [`crate::KeyedLimiter`] for what a key costs.
 ///
@@ -37,7 +37,6 @@ pub struct FloatingState {
 impl FloatingState {
     /// A state whose latest time is `latest_ms`, with counters that fit a `u64`: the
     /// concurrent limiter's packed bucket, unpacked.
-    #[cfg(feature = "std")]
     pub(crate) fn from_counters(previous: u64, current: u64, latest_ms: u64) -> FloatingState {
         FloatingState {
             previous: previous.into(),
@@ -149,6 +148,10 @@ impl Rolling for FloatingState {
         } else if start_ms - reserved_at_ms <= limit.window_ms() {
             self.previous = difference.applied_to(self.previous);
         }
+    }
+
+    fn from_window_counters(previous: u64, current: u64, latest_ms: u64) -> Option<Self> {
+        Some(FloatingState::from_counters(previous, current, latest_ms))
     }
 }
 

@@ -42,7 +42,7 @@
 //! assert_eq!(settled.remaining(), 5);
 //! ```
 
-use crate::decision::Decision;
+use crate::values::decision::Decision;
 
 /// Tokens a request holds from its admission until it is settled.
 ///

@@ -3,8 +3,8 @@
 //! The fields map onto HTTP headers (see [`crate::esi`]) and onto what the docs widget
 //! shows: `used = previous × overlap + current` with the real numbers.
 
-use crate::limit::Limit;
-use crate::tokens::Tokens;
+use crate::values::limit::Limit;
+use crate::values::tokens::Tokens;
 
 /// The answer to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,7 +89,7 @@ impl Decision {
     pub fn remaining(&self) -> u64 {
         let free = self.limit.scaled().saturating_sub(self.used.numerator());
         // free ≤ N × W, so free / W ≤ N fits a u64.
-        crate::tokens::div_rem(free, self.limit.window_ms()).0 as u64
+        crate::values::tokens::div_rem(free, self.limit.window_ms()).0 as u64
     }
 
     /// Milliseconds to wait before the same request fits; `None` when allowed or when it can

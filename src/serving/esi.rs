@@ -8,9 +8,9 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::costs::CostTable;
-use crate::decision::Decision;
-use crate::errors::StatusError;
+use crate::serving::costs::CostTable;
+use crate::values::decision::Decision;
+use crate::values::text::{error_from_message, Text};
 
 /// What a response with HTTP `status` costs under ESI's table.
 ///
@@ -75,3 +75,22 @@ pub fn headers(decision: &Decision) -> Vec<(&'static str, String)> {
     }
     headers
 }
+
+/// An HTTP status that ESI's cost table has no price for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusError {
+    pub status: u16,
+}
+
+impl StatusError {
+    /// What `Display` writes, built without `core::fmt`.
+    pub fn message(&self) -> String {
+        Text::new()
+            .push("status ")
+            .number(u64::from(self.status))
+            .push(" has no cost in ESI's table; expected an HTTP status from 200 to 599")
+            .build()
+    }
+}
+
+error_from_message!(StatusError);

@@ -42,16 +42,9 @@
 //! assert_eq!(admitted(&mut &shared, &requests), Ok(3));
 //! ```
 
-#[cfg(feature = "std")]
-use core::convert::Infallible;
-#[cfg(feature = "std")]
-use core::hash::Hash;
-
-use crate::decision::Decision;
-use crate::limit::Limit;
-use crate::reservation::{Admission, Reservation};
-#[cfg(feature = "std")]
-use crate::state::State;
+use crate::algorithms::reservation::{Admission, Reservation};
+use crate::values::decision::Decision;
+use crate::values::limit::Limit;
 
 /// What a request asks of its bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,7 +95,7 @@ impl Op {
 /// `decide` is one indivisible step on `key`'s bucket: no other decision for that key
 /// happens between its read and its write.
 pub trait Store<K: ?Sized> {
-    /// Why a decision could not be made. [`Infallible`] for the in-process stores; for a
+    /// Why a decision could not be made. [`Infallible`](core::convert::Infallible) for the in-process stores; for a
     /// store across the network, the caller chooses to let the request through (fail open)
     /// or refuse it (fail closed).
     type Error;
@@ -133,61 +126,5 @@ pub trait Store<K: ?Sized> {
         cost: u64,
     ) -> Result<Decision, Self::Error> {
         self.decide(key, Op::settle(reservation), now_ms, cost)
-    }
-}
-
-#[cfg(feature = "std")]
-impl<K: Hash + Eq + Clone, S: State + Default> Store<K> for crate::KeyedLimiter<K, S> {
-    type Error = Infallible;
-
-    fn limit(&self) -> Limit {
-        crate::KeyedLimiter::limit(self)
-    }
-
-    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
-        Ok(match op {
-            Op::Hit | Op::Reserve { .. } => self.hit(key.clone(), now_ms, cost),
-            Op::Peek => self.peek(key, now_ms, cost),
-            Op::Record => self.record(key.clone(), now_ms, cost),
-            Op::Settle {
-                reserved_at_ms,
-                reserved,
-                ..
-            } => self.settle_parts(key.clone(), reserved_at_ms, reserved, now_ms, cost),
-        })
-    }
-}
-
-#[cfg(feature = "std")]
-impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
-    for &crate::ConcurrentKeyedLimiter<K, S>
-{
-    type Error = Infallible;
-
-    fn limit(&self) -> Limit {
-        crate::ConcurrentKeyedLimiter::limit(self)
-    }
-
-    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
-        Ok(crate::ConcurrentKeyedLimiter::decide(
-            self, key, op, now_ms, cost,
-        ))
-    }
-}
-
-#[cfg(feature = "std")]
-impl<K: Hash + Eq + Clone, S: State + Default + 'static> Store<K>
-    for std::sync::Arc<crate::ConcurrentKeyedLimiter<K, S>>
-{
-    type Error = Infallible;
-
-    fn limit(&self) -> Limit {
-        crate::ConcurrentKeyedLimiter::limit(self)
-    }
-
-    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
-        Ok(crate::ConcurrentKeyedLimiter::decide(
-            self, key, op, now_ms, cost,
-        ))
     }
 }

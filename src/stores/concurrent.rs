@@ -2,7 +2,7 @@
 //! sequential [`KeyedLimiter`](crate::KeyedLimiter) does.
 //!
 //! The buckets are split into shards chosen by the key's hash, each a pair of `HashMap`s
-//! behind its own `RwLock`. For the floating window, when N fits (see `src/packed.rs`), a
+//! behind its own `RwLock`. For the floating window, when N fits (see `src/stores/packed.rs`), a
 //! key's bucket is one `AtomicU64`: a decision for a key already present takes its shard's
 //! lock only to read, and updates the word by compare-and-swap, so threads deciding at once,
 //! even for keys of one shard, do not wait for each other, and a key costs its map slot and
@@ -14,7 +14,6 @@
 //! The shared clock (the latest time any request brought) is one atomic, moved forward with
 //! `fetch_max`; idle buckets are dropped shard by shard, as the keyed limiter drops them.
 
-use core::any::{Any, TypeId};
 use core::borrow::Borrow;
 use core::hash::{BuildHasher, Hash};
 use core::num::NonZeroUsize;
@@ -32,15 +31,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::decision::{Decision, Outcome};
-use crate::floating::FloatingState;
-use crate::keyed::from_callers_clock;
-use crate::limit::Limit;
-use crate::packed::{self, Packed, Packing};
-use crate::reservation::{Admission, Reservation};
-use crate::seeded_hash::SeededState;
-use crate::state::{peek_rolled, record_rolled, settle_rolled, State};
-use crate::store::Op;
+use crate::algorithms::floating::FloatingState;
+use crate::algorithms::reservation::{Admission, Reservation};
+use crate::algorithms::state::State;
+use crate::stores::keyed::from_callers_clock;
+use crate::stores::packed::{
+    charge_packed, peek_packed, roll, windows_between, Charge, Packed, Packing, EMPTY,
+};
+use crate::stores::seeded_hash::SeededState;
+use crate::stores::store::{Op, Store};
+use crate::values::decision::{Decision, Outcome};
+use crate::values::limit::Limit;
+use core::convert::Infallible;
 
 /// One bucket per key, all under the same limit, shared by threads.
 ///
@@ -54,7 +56,7 @@ use crate::store::Op;
 /// exactly ⌊N / c⌋ × c tokens between them, what one thread alone would: never N + 1.
 ///
 /// Memory: for the floating window with N below the packed bound (4,194,303 for a
-/// 15-minute window; `src/packed.rs` has the rule), a key costs its slot in a hash map, the
+/// 15-minute window; `src/stores/packed.rs` has the rule), a key costs its slot in a hash map, the
 /// key and one 8-byte word. A bucket holding nothing that still counts is dropped when its
 /// shard is next used in a later window, so, as with the keyed limiter, a key idle for two
 /// whole windows of the floating window goes, and memory follows the keys active lately.
@@ -83,7 +85,10 @@ use crate::store::Op;
 #[derive(Debug)]
 pub struct ConcurrentKeyedLimiter<K, S = FloatingState> {
     limit: Limit,
-    /// How a key's bucket fits one word; `None` unless S is the floating window and N fits.
+    /// The state a new key starts from: its algorithm, for an [`AnyState`](crate::state::AnyState).
+    fresh: S,
+    /// How a key's bucket fits one word; `None` unless the state is the floating window's
+    /// ([`State::with_window_counters`]) and N fits.
     packing: Option<Packing>,
     /// A power-of-two number of shards, so that picking one is a shift of the hash.
     shards: Box<[PaddedShard<K, S>]>,
@@ -164,24 +169,6 @@ struct Shard<K, S> {
 #[repr(align(128))]
 struct PaddedShard<K, S>(RwLock<Shard<K, S>>);
 
-/// What a request does to its bucket besides being decided.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Charge {
-    /// Spend the cost if it fits ([`State::hit`]).
-    Hit,
-    /// Spend the cost whether it fits or not ([`State::record`]).
-    Record,
-    /// Settle a reservation at the cost ([`State::settle`]).
-    Settle { reserved_at_ms: u64, reserved: u64 },
-}
-
-/// A bucket with nothing spent in it.
-const EMPTY: Packed = Packed {
-    previous: 0,
-    current: 0,
-    latest_offset_ms: 0,
-};
-
 /// A request's key: owned, and moved into the limiter if the key is new; or borrowed (a
 /// `&str` for a `String` key), and copied into it only then, so that a decision for a key
 /// already present allocates nothing.
@@ -206,35 +193,52 @@ impl<K: Borrow<Q>, Q: ?Sized> KeyArg<'_, K, Q> {
     }
 }
 
-impl Charge {
-    /// The charge on a whole state, at the effective time `at_ms`.
-    fn apply<S: State>(self, state: &mut S, limit: &Limit, at_ms: u64, cost: u64) -> Decision {
-        match self {
-            Charge::Hit => state.hit(limit, at_ms, cost),
-            Charge::Record => state.record(limit, at_ms, cost),
-            Charge::Settle {
-                reserved_at_ms,
-                reserved,
-            } => state.settle(limit, at_ms, reserved_at_ms, reserved, cost),
-        }
-    }
-}
-
-impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
+impl<K: Hash + Eq, S: State + Clone + Default> ConcurrentKeyedLimiter<K, S> {
     /// An empty limiter with four shards per CPU the machine offers (rounded up to a power
     /// of two): enough that two threads rarely want the same shard at once.
     pub fn new(limit: Limit) -> ConcurrentKeyedLimiter<K, S> {
-        let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-        ConcurrentKeyedLimiter::with_shards(
-            limit,
-            NonZeroUsize::new(4 * cpus).unwrap_or(NonZeroUsize::MIN),
-        )
+        ConcurrentKeyedLimiter::with_state(limit, S::default())
     }
 
     /// An empty limiter with `shards` shards, rounded up to a power of two. One shard is a
     /// single lock around a single pair of maps; more shards let more threads add keys at
     /// once, for one pair of empty maps on cache lines of their own (128 bytes) each.
     pub fn with_shards(limit: Limit, shards: NonZeroUsize) -> ConcurrentKeyedLimiter<K, S> {
+        ConcurrentKeyedLimiter::with_state_and_shards(limit, S::default(), shards)
+    }
+}
+
+impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedLimiter<K, S> {
+    /// An empty limiter whose new keys start from `fresh`, an empty state: how a limiter of
+    /// [`AnyState`](crate::state::AnyState) is told its algorithm, chosen at run time.
+    ///
+    /// ```
+    /// use trickle::state::AnyState;
+    /// use trickle::{Algorithm, ConcurrentKeyedLimiter};
+    ///
+    /// let limit = "6/8s".parse().unwrap();
+    /// let floating = ConcurrentKeyedLimiter::<&str, _>::with_state(limit, AnyState::new(Algorithm::Floating));
+    /// let log = ConcurrentKeyedLimiter::<&str, _>::with_state(limit, AnyState::new(Algorithm::SlidingLog));
+    /// // The floating window's buckets are one word each, whichever way it was chosen.
+    /// assert!(floating.is_packed());
+    /// assert!(!log.is_packed());
+    /// ```
+    pub fn with_state(limit: Limit, fresh: S) -> ConcurrentKeyedLimiter<K, S> {
+        let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        ConcurrentKeyedLimiter::with_state_and_shards(
+            limit,
+            fresh,
+            NonZeroUsize::new(4 * cpus).unwrap_or(NonZeroUsize::MIN),
+        )
+    }
+
+    /// [`with_state`](ConcurrentKeyedLimiter::with_state) with `shards` shards, as
+    /// [`with_shards`](ConcurrentKeyedLimiter::with_shards) counts them.
+    pub fn with_state_and_shards(
+        limit: Limit,
+        fresh: S,
+        shards: NonZeroUsize,
+    ) -> ConcurrentKeyedLimiter<K, S> {
         let count = shards.get().next_power_of_two();
         // One seed for the limiter: a key's hash depends on it, not on the shard.
         let seed = SeededState::new();
@@ -247,14 +251,15 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
                 }))
             })
             .collect();
-        // Packed words hold the floating window's counters, so only its state packs.
-        let packing = if TypeId::of::<S>() == TypeId::of::<FloatingState>() {
-            Packing::new(&limit)
-        } else {
-            None
+        // Packed words hold the floating window's two counters, so a state packs when it
+        // can be rebuilt from them: when it is the floating window's.
+        let packing = match fresh.with_window_counters(0, 0, 0) {
+            Some(_) => Packing::new(&limit),
+            None => None,
         };
         ConcurrentKeyedLimiter {
             limit,
+            fresh,
             packing,
             shards,
             // A shift by 64 would overflow: with one shard, every hash shifts to 0 or 1 by
@@ -298,7 +303,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     }
 
     /// True when each key's bucket is one atomic word, decided by compare-and-swap: for the
-    /// floating window, when N is below the packed bound of its window (`src/packed.rs`).
+    /// floating window, when N is below the packed bound of its window (`src/stores/packed.rs`).
     pub fn is_packed(&self) -> bool {
         self.packing.is_some()
     }
@@ -357,7 +362,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     ) -> Decision {
         decided.unwrap_or_else(|full| {
             let at_ms = now_ms.max(self.latest_ms.load(Ordering::Relaxed));
-            let mut denial = S::default().peek(&self.limit, at_ms, cost);
+            let mut denial = self.fresh.peek(&self.limit, at_ms, cost);
             denial.outcome = Outcome::Denied {
                 retry_after_ms: full.retry_after_ms,
             };
@@ -385,7 +390,7 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             ),
             _ => match buckets.wide.get(key) {
                 Some(state) => state.peek(&self.limit, at_ms, cost),
-                None => S::default().peek(&self.limit, at_ms, cost),
+                None => self.fresh.peek(&self.limit, at_ms, cost),
             },
         };
         drop(buckets);
@@ -612,7 +617,10 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
             _ => {
                 let state = match buckets.wide.get_mut(key.get()) {
                     Some(state) => state,
-                    None => buckets.wide.entry(key.into_owned()).or_default(),
+                    None => buckets
+                        .wide
+                        .entry(key.into_owned())
+                        .or_insert_with(|| self.fresh.clone()),
                 };
                 charge.apply(state, &self.limit, at_ms, cost)
             }
@@ -635,12 +643,12 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
         cost: u64,
         charge: Charge,
     ) -> Decision {
-        let floating = FloatingState::from_counters(
-            bucket.previous,
-            bucket.current,
-            start_ms + bucket.latest_offset_ms,
-        );
-        let state = wide.entry(key).insert_entry(widened(floating)).into_mut();
+        let latest_ms = start_ms + bucket.latest_offset_ms;
+        let state = self
+            .fresh
+            .with_window_counters(bucket.previous, bucket.current, latest_ms)
+            .expect("a limiter packs only a state that takes window counters");
+        let state = wide.entry(key).insert_entry(state).into_mut();
         charge.apply(state, &self.limit, at_ms, cost)
     }
 
@@ -694,149 +702,11 @@ impl<K: Hash + Eq, S: State + Default + 'static> ConcurrentKeyedLimiter<K, S> {
     }
 }
 
-/// Decides `hit`, `record` or `settle` on a packed word by compare-and-swap, `elapsed_ms`
-/// into the shard's window (which starts at `start_ms`); `None` when a record or a settle
-/// would carry a counter past the packed counters, leaving the word as it was.
-///
-/// Each try decides at no earlier a time than the word's latest offset, and writes its own
-/// time there, so the word changes with every decision made at a later time, a denial's
-/// too. A try whose word went stale while it decided (another thread decided for the key,
-/// at a later time or spending) fails to swap and decides again from the new word: the
-/// key's decisions follow one another as in the sequential core, at nondecreasing times.
-/// A word may change and change back (a refund undoing a hit at the same offset), and a
-/// swap then succeeds on a word other threads have been through; that is harmless, as the
-/// word is the bucket's whole state: a decision made from it holds whenever it is the
-/// state, at any time no earlier than its offset.
-///
-/// Only the word's own modification order matters here, so every access is relaxed; the
-/// shard's lock orders the word against the sweeps that roll it.
-#[inline(always)]
-fn charge_packed(
-    limit: &Limit,
-    packing: Packing,
-    word: &AtomicU64,
-    start_ms: u64,
-    elapsed_ms: u64,
-    cost: u64,
-    charge: Charge,
-) -> Option<Decision> {
-    let mut seen = word.load(Ordering::Relaxed);
-    loop {
-        let bucket = packing.unpack(seen);
-        let elapsed_ms = elapsed_ms.max(bucket.latest_offset_ms);
-        let at_ms = start_ms + elapsed_ms;
-        let (decision, previous, current) = match charge {
-            // An allowed hit keeps `current` at most N, which the counters hold.
-            Charge::Hit => {
-                let (decision, current) = packed::hit(limit, bucket, elapsed_ms, at_ms, cost);
-                (decision, bucket.previous, current)
-            }
-            Charge::Record | Charge::Settle { .. } => {
-                let mut state =
-                    FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
-                let decision = match charge {
-                    Charge::Settle {
-                        reserved_at_ms,
-                        reserved,
-                    } => settle_rolled(
-                        &mut state,
-                        limit,
-                        elapsed_ms,
-                        reserved_at_ms,
-                        reserved,
-                        cost,
-                    ),
-                    _ => record_rolled(&mut state, limit, elapsed_ms, cost),
-                };
-                let (previous, current) = state.counters();
-                let fits = |count: u128| {
-                    u64::try_from(count)
-                        .ok()
-                        .filter(|&count| count <= packing.max_count())
-                };
-                (decision, fits(previous)?, fits(current)?)
-            }
-        };
-        let next = packing.pack(Packed {
-            previous,
-            current,
-            latest_offset_ms: elapsed_ms,
-        });
-        if next == seen {
-            return Some(decision);
-        }
-        match word.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return Some(decision),
-            Err(actual) => seen = actual,
-        }
-    }
-}
-
-/// `peek` on a packed word of the shard whose window starts at `start_ms`. The clock may be
-/// in a later window that no request has swept the shard into yet: the counters are rolled
-/// here, as the sweep would roll them, without writing.
-fn peek_packed(
-    limit: &Limit,
-    packing: Packing,
-    word: u64,
-    start_ms: u64,
-    at_ms: u64,
-    cost: u64,
-) -> Decision {
-    let window_ms = limit.window_ms();
-    let bucket = packing.unpack(word);
-    let at_ms = at_ms.max(start_ms + bucket.latest_offset_ms);
-    let window_at_ms = at_ms - at_ms % window_ms;
-    let bucket = roll(bucket, windows_between(start_ms, window_at_ms, window_ms));
-    let state = FloatingState::from_counters(bucket.previous, bucket.current, at_ms);
-    peek_rolled(&state, limit, at_ms, at_ms - window_at_ms, cost)
-}
-
-/// A packed bucket `windows` windows later: the floating window's roll.
-fn roll(bucket: Packed, windows: u64) -> Packed {
-    match windows {
-        0 => bucket,
-        1 => Packed {
-            previous: bucket.current,
-            current: 0,
-            latest_offset_ms: 0,
-        },
-        _ => Packed {
-            previous: 0,
-            current: 0,
-            latest_offset_ms: 0,
-        },
-    }
-}
-
-/// How many windows the window starting at `from_ms` is before the time `to_ms`, ≥ `from_ms`:
-/// 0, 1 or 2 for anything further (all that rolling needs), without dividing.
-fn windows_between(from_ms: u64, to_ms: u64, window_ms: u64) -> u64 {
-    let apart_ms = to_ms - from_ms;
-    if apart_ms < window_ms {
-        0
-    } else if apart_ms - window_ms < window_ms {
-        1
-    } else {
-        2
-    }
-}
-
 /// A decision made at its `at_ms`, told in the caller's time: a retry is due that much later
 /// from the caller's earlier `now`.
 #[inline]
 fn told(decision: Decision, now_ms: u64) -> Decision {
     from_callers_clock(decision, decision.at_ms - now_ms)
-}
-
-/// `floating` as S, the state of the wide map. Only called when the limiter packs, which it
-/// does only when S is [`FloatingState`], so the state always takes the floating one's value.
-fn widened<S: Default + 'static>(floating: FloatingState) -> S {
-    let mut state = S::default();
-    if let Some(slot) = (&mut state as &mut dyn Any).downcast_mut::<FloatingState>() {
-        *slot = floating;
-    }
-    state
 }
 
 /// Gives back a table's memory when most of it is empty.
@@ -856,6 +726,33 @@ fn read<K, S>(shard: &PaddedShard<K, S>) -> RwLockReadGuard<'_, Shard<K, S>> {
 /// Locks a shard for writing; a poisoned lock is taken as it is, as in [`read`].
 fn write<K, S>(shard: &PaddedShard<K, S>) -> RwLockWriteGuard<'_, Shard<K, S>> {
     shard.0.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Shared by reference (or through an `Arc`), the concurrent limiter is a [`Store`].
+impl<K: Hash + Eq + Clone, S: State + Clone> Store<K> for &ConcurrentKeyedLimiter<K, S> {
+    type Error = Infallible;
+
+    fn limit(&self) -> Limit {
+        ConcurrentKeyedLimiter::limit(self)
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
+        Ok(ConcurrentKeyedLimiter::decide(self, key, op, now_ms, cost))
+    }
+}
+
+impl<K: Hash + Eq + Clone, S: State + Clone> Store<K>
+    for std::sync::Arc<ConcurrentKeyedLimiter<K, S>>
+{
+    type Error = Infallible;
+
+    fn limit(&self) -> Limit {
+        ConcurrentKeyedLimiter::limit(self)
+    }
+
+    fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, Infallible> {
+        Ok(ConcurrentKeyedLimiter::decide(self, key, op, now_ms, cost))
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::str::FromStr;
 
-use crate::text::{error_from_message, parse_digits, split_once, Text};
+use crate::values::text::{error_from_message, parse_digits, split_once, Text};
 
 /// A status → cost table: exact statuses and whole classes, an exact status winning over
 /// its class.

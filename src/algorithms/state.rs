@@ -1,22 +1,9 @@
-//! What every algorithm does with a request, and the rule they all share.
-//!
-//! Each algorithm keeps its per-key numbers in a small state type that implements
-//! [`State`]. The limit lives outside the state, so a keyed limiter stores one limit for
-//! many keys, and the state only ever holds counters and the latest time it has seen.
-//!
-//! The shared rule: a request of cost c is allowed iff `used + c ≤ N`. A cost of 0 always
-//! fits, a cost above N never does, and a denial spends nothing. Times earlier than the
-//! latest time already seen are treated as that latest time.
+//! The trait every algorithm's state implements, and the rolling-window arithmetic the
+//! windowed ones share. Its public face is the crate's `state` module.
 
-pub use crate::algorithm::AnyState;
-pub use crate::fixed::FixedState;
-pub use crate::floating::FloatingState;
-pub use crate::sliding_log::SlidingLogState;
-pub use crate::token_bucket::TokenBucketState;
-
-use crate::decision::{Counters, Decision, Outcome};
-use crate::limit::Limit;
-use crate::tokens::Tokens;
+use crate::values::decision::{Counters, Decision, Outcome};
+use crate::values::limit::Limit;
+use crate::values::tokens::Tokens;
 
 /// The per-key state of one rate-limiting algorithm.
 ///
@@ -46,6 +33,19 @@ pub trait State {
         reserved: u64,
         cost: u64,
     ) -> Decision;
+
+    /// This algorithm's empty state refilled with two window counters, `previous` and
+    /// `current` tokens, its latest time `latest_ms`: `Some` only for a state that is
+    /// exactly those, the floating window's. The concurrent limiter keeps such a bucket in
+    /// one atomic word, and calls this to make it whole again; the default, `None`, keeps
+    /// every bucket whole.
+    fn with_window_counters(&self, previous: u64, current: u64, latest_ms: u64) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = (previous, current, latest_ms);
+        None
+    }
 
     /// True when at `now_ms` nothing this state holds still counts, so dropping it and
     /// starting afresh would change no later decision.
@@ -162,6 +162,12 @@ pub(crate) trait Rolling: Copy + Default {
         reserved_at_ms: u64,
         difference: Difference,
     );
+
+    /// [`State::with_window_counters`]: `None` unless the state is two window counters.
+    fn from_window_counters(previous: u64, current: u64, latest_ms: u64) -> Option<Self> {
+        let _ = (previous, current, latest_ms);
+        None
+    }
 
     /// Applies the shared rule to a state already rolled to its latest time, at `position`:
     /// the usage before the request, and the outcome for a caller at `now_ms`.
@@ -326,6 +332,10 @@ impl<T: Rolling> State for T {
         let decision = settle_rolled(&mut state, limit, position, reserved_at_ms, reserved, cost);
         *self = state;
         decision
+    }
+
+    fn with_window_counters(&self, previous: u64, current: u64, latest_ms: u64) -> Option<T> {
+        T::from_window_counters(previous, current, latest_ms)
     }
 
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {

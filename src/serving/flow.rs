@@ -34,10 +34,10 @@
 //! assert_eq!(settled.decision.remaining(), 5);
 //! ```
 
-use crate::costs::{CostTable, UnpricedStatus};
-use crate::decision::Decision;
-use crate::reservation::{Admission, Reservation};
-use crate::store::Store;
+use crate::algorithms::reservation::{Admission, Reservation};
+use crate::serving::costs::{CostTable, UnpricedStatus};
+use crate::stores::store::Store;
+use crate::values::decision::Decision;
 
 /// How a request ended, as far as its price goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
