@@ -5,8 +5,8 @@ use std::fmt;
 
 use trickle::{Algorithm, Limit};
 
+use crate::exact::{power_of_two, MAX_TIME_MS};
 use crate::keys::{prefix_problem, MAX_PREFIX_LEN};
-use crate::limiter::{script, MAX_TIME_MS};
 
 /// A limit or key prefix that the Redis backend refuses at construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +24,6 @@ pub enum RedisLimitError {
     /// and `/` (a brace would cut the Cluster hash tag short; see
     /// [`RedisLimiter::redis_key`](crate::RedisLimiter::redis_key)).
     BadPrefix { prefix: String },
-    /// The algorithm has no Redis script (every algorithm of the core has one today).
-    Unsupported { algorithm: Algorithm },
 }
 
 impl fmt::Display for RedisLimitError {
@@ -53,36 +51,11 @@ impl fmt::Display for RedisLimitError {
                  (no brace, which would cut the keys' Redis Cluster hash tag short)",
                 prefix_problem(prefix)
             ),
-            RedisLimitError::Unsupported { algorithm } => {
-                write!(
-                    f,
-                    "the {algorithm} algorithm has no Redis script yet; the Redis backend runs: "
-                )?;
-                let supported = Algorithm::ALL.iter().filter(|a| script(**a).is_some());
-                for (i, supported) in supported.enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{supported}")?;
-                }
-                Ok(())
-            }
         }
     }
 }
 
 impl std::error::Error for RedisLimitError {}
-
-/// `2^k` or `2^k − 1` for the bounds the scripts have, else the number itself.
-fn power_of_two(n: u128) -> String {
-    if n.is_power_of_two() {
-        format!("2^{}", n.ilog2())
-    } else if (n + 1).is_power_of_two() {
-        format!("2^{} − 1", (n + 1).ilog2())
-    } else {
-        n.to_string()
-    }
-}
 
 /// A decision that could not be made; the caller chooses whether to let the request through
 /// (fail open: the limit is not enforced while Redis is away) or refuse it (fail closed: no

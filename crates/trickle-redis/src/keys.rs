@@ -26,8 +26,6 @@ use std::fmt::Write;
 
 use trickle::Algorithm;
 
-use crate::errors::RedisLimitError;
-
 /// The longest key prefix, in bytes: room for a service, a version and a group name
 /// (`trickle-serve:` and a group of 64 characters is 78), and short enough that every key
 /// stays readable.
@@ -38,17 +36,12 @@ fn is_prefix_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b':' | b'/')
 }
 
-/// `Ok` when `prefix` may start keys, else the error naming what is wrong.
-pub(crate) fn check_prefix(prefix: &str) -> Result<(), RedisLimitError> {
-    if prefix.is_empty() || prefix.len() > MAX_PREFIX_LEN || !prefix.bytes().all(is_prefix_byte) {
-        return Err(RedisLimitError::BadPrefix {
-            prefix: prefix.to_string(),
-        });
-    }
-    Ok(())
+/// Whether `prefix` may start keys; [`prefix_problem`] says why not.
+pub(crate) fn prefix_is_allowed(prefix: &str) -> bool {
+    !prefix.is_empty() && prefix.len() <= MAX_PREFIX_LEN && prefix.bytes().all(is_prefix_byte)
 }
 
-/// What is wrong with a prefix [`check_prefix`] refused, for its error message.
+/// What is wrong with a prefix [`prefix_is_allowed`] refused, for its error message.
 pub(crate) fn prefix_problem(prefix: &str) -> String {
     if prefix.is_empty() {
         return "it is empty".to_string();
@@ -134,18 +127,14 @@ mod tests {
     #[test]
     fn prefixes_are_checked_and_the_refusal_says_why() {
         for (prefix, problem) in PREFIXES {
-            assert_eq!(
-                check_prefix(prefix).is_ok(),
-                problem.is_none(),
-                "{prefix:?}"
-            );
+            assert_eq!(prefix_is_allowed(prefix), problem.is_none(), "{prefix:?}");
             if let Some(problem) = problem {
                 assert_eq!(prefix_problem(prefix), *problem, "{prefix:?}");
             }
         }
         let long = "p".repeat(MAX_PREFIX_LEN + 1);
-        assert!(check_prefix(&"p".repeat(MAX_PREFIX_LEN)).is_ok());
-        assert!(check_prefix(&long).is_err());
+        assert!(prefix_is_allowed(&"p".repeat(MAX_PREFIX_LEN)));
+        assert!(!prefix_is_allowed(&long));
         assert_eq!(prefix_problem(&long), "it is 129 bytes long");
     }
 }

@@ -141,6 +141,7 @@
 //! ```
 
 mod errors;
+mod exact;
 mod failure;
 mod fixed;
 mod floating;
@@ -152,6 +153,7 @@ mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
 pub use failure::{Admission, OnFailure};
+pub use exact::MAX_TIME_MS;
 pub use keys::MAX_PREFIX_LEN;
-pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS, SETTLE_ATTEMPTS};
+pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
 pub use store::RedisStore;

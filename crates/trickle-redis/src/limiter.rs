@@ -8,10 +8,8 @@ use redis::{ConnectionLike, Script, ScriptInvocation, Value};
 use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
+use crate::exact::MAX_TIME_MS;
 use crate::{fixed, floating, keys, sliding_log, token_bucket};
-
-/// 2^53: the latest time, in ms, a request may bring (about 285,000 years after 1970).
-pub const MAX_TIME_MS: u64 = 1 << 53;
 
 /// How long a bucket outlives its usefulness in Redis, in ms. Each script works out when
 /// the state it writes stops counting on the caller's clock (for the floating window the
@@ -67,8 +65,8 @@ pub struct RedisLimiter {
 impl RedisLimiter {
     /// A limiter of `algorithm` under `limit`, whose keys start with `{prefix:`.
     ///
-    /// Refused when Redis does not run the algorithm, when the limit is too large for the
-    /// algorithm's script to stay exact in Lua's doubles (`N × W` above
+    /// Refused when the limit is too large for the algorithm's script to stay exact in
+    /// Lua's doubles (`N × W` above
     /// [`max_scaled`](RedisLimiter::max_scaled)), and when the prefix is not 1 to
     /// [`MAX_PREFIX_LEN`](crate::MAX_PREFIX_LEN) bytes of ASCII letters, digits, `-`, `_`,
     /// `.`, `:` and `/`.
@@ -77,9 +75,12 @@ impl RedisLimiter {
         limit: Limit,
         prefix: &str,
     ) -> Result<RedisLimiter, RedisLimitError> {
-        keys::check_prefix(prefix)?;
-        let (text, max_scaled) =
-            script(algorithm).ok_or(RedisLimitError::Unsupported { algorithm })?;
+        if !keys::prefix_is_allowed(prefix) {
+            return Err(RedisLimitError::BadPrefix {
+                prefix: prefix.to_string(),
+            });
+        }
+        let (text, max_scaled) = script(algorithm);
         if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > max_scaled {
             return Err(RedisLimitError::TooLarge {
                 algorithm,
@@ -98,8 +99,7 @@ impl RedisLimiter {
     }
 
     /// The largest `N × W` (tokens × window in ms) for which `algorithm`'s script stays
-    /// exact in Lua's doubles, which hold every integer up to 2^53; `None` when Redis does
-    /// not run the algorithm.
+    /// exact in Lua's doubles, which hold every integer up to 2^53.
     ///
     /// - floating: 2^52, as its sums reach `2 × N × W`;
     /// - fixed and token-bucket: 2^53 − 1, as their sums reach `N × W` and a request that
@@ -109,11 +109,11 @@ impl RedisLimiter {
     /// use trickle::Algorithm;
     /// use trickle_redis::RedisLimiter;
     ///
-    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::Floating), Some(1 << 52));
-    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::TokenBucket), Some((1 << 53) - 1));
+    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::Floating), 1 << 52);
+    /// assert_eq!(RedisLimiter::max_scaled(Algorithm::TokenBucket), (1 << 53) - 1);
     /// ```
-    pub fn max_scaled(algorithm: Algorithm) -> Option<u128> {
-        script(algorithm).map(|(_, max_scaled)| max_scaled)
+    pub fn max_scaled(algorithm: Algorithm) -> u128 {
+        script(algorithm).1
     }
 
     /// The same limiter deciding on `clock`.
@@ -454,14 +454,14 @@ impl RedisLimiter {
     }
 }
 
-/// The algorithm's script and the largest `N × W` it decides exactly; `None` for an
-/// algorithm Redis does not run.
-pub(crate) fn script(algorithm: Algorithm) -> Option<(&'static str, u128)> {
+/// The algorithm's script and the largest `N × W` it decides exactly: every algorithm of
+/// the core has one, so a new algorithm does not compile until it has a script too.
+fn script(algorithm: Algorithm) -> (&'static str, u128) {
     match algorithm {
-        Algorithm::Floating => Some((floating::SCRIPT, floating::MAX_SCALED)),
-        Algorithm::Fixed => Some((fixed::SCRIPT, fixed::MAX_SCALED)),
-        Algorithm::TokenBucket => Some((token_bucket::SCRIPT, token_bucket::MAX_SCALED)),
-        Algorithm::SlidingLog => Some((sliding_log::SCRIPT, sliding_log::MAX_SCALED)),
+        Algorithm::Floating => (floating::SCRIPT, floating::MAX_SCALED),
+        Algorithm::Fixed => (fixed::SCRIPT, fixed::MAX_SCALED),
+        Algorithm::TokenBucket => (token_bucket::SCRIPT, token_bucket::MAX_SCALED),
+        Algorithm::SlidingLog => (sliding_log::SCRIPT, sliding_log::MAX_SCALED),
     }
 }
 
