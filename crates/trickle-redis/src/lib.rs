@@ -85,7 +85,7 @@
 //! all ([`SETTLE_ATTEMPTS`], 3, unless
 //! [`with_settle_attempts`](RedisLimiter::with_settle_attempts) says otherwise), and then
 //! answers [`RedisError::SettleUnknown`]. A reserve is never sent again: two copies could
-//! spend twice; the caller's [`OnFailure`] decides instead.
+//! spend twice; the caller's failure rule decides instead ([below](#when-redis-fails)).
 //!
 //! With [`Clock::Server`], a reservation's time is its reserve decision's `at_ms`, read
 //! from the server's `TIME`, and its settle is decided at the server's `TIME` too (never
@@ -108,12 +108,13 @@
 //! [`RedisError::is_outage`]:
 //!
 //! - an **outage**: Redis as a whole could not answer (unreachable, refused, reset, timed
-//!   out, loading, busy, without its primary). The caller chooses what that means with
-//!   [`OnFailure`]: fail open (let the request through: the limit is not enforced while
-//!   Redis is away, and the servers behind it take the load) or fail closed (refuse it:
-//!   nothing gets through while Redis is away, an outage of the API); trickle-tower adds a
-//!   third, a fallback limiter in each server. A timeout is not a denial: the server may
-//!   still run the script, and spend, when it wakes, so its outcome is **unknown**.
+//!   out, loading, busy, without its primary). The caller chooses what that means (in
+//!   trickle-tower, its `OnFailure` rule): fail open (let the request through: the limit
+//!   is not enforced while Redis is away, and the servers behind it take the load) or fail
+//!   closed (refuse it: nothing gets through while Redis is away, an outage of the API);
+//!   trickle-tower adds a third, a fallback limiter in each server. A timeout is not a
+//!   denial: the server may still run the script, and spend, when it wakes, so its outcome
+//!   is **unknown**.
 //! - a **data error**: this request or its bucket cannot be decided anywhere: a key holding
 //!   the wrong type (`WRONGTYPE`: another program wrote it), an error inside the script, a
 //!   reply that is not a decision, a time or cost past what the script holds exactly.
@@ -142,7 +143,6 @@
 
 mod errors;
 mod exact;
-mod failure;
 mod fixed;
 mod floating;
 mod keys;
@@ -152,7 +152,6 @@ mod store;
 mod token_bucket;
 
 pub use errors::{RedisError, RedisLimitError};
-pub use failure::{Admission, OnFailure};
 pub use exact::MAX_TIME_MS;
 pub use keys::MAX_PREFIX_LEN;
 pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};

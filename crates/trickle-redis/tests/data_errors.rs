@@ -3,13 +3,15 @@
 //! which no rule lets through, while every other key keeps being decided.
 
 mod common;
+mod failure_rule;
 
 use std::time::{Duration, Instant};
 
 use common::{limit, RedisServer};
+use failure_rule::OnFailure;
 use redis::Commands;
 use trickle::{Algorithm, Op};
-use trickle_redis::{OnFailure, RedisError, RedisLimiter};
+use trickle_redis::{RedisError, RedisLimiter};
 
 fn limiter(algorithm: Algorithm) -> RedisLimiter {
     RedisLimiter::new(algorithm, limit("6/8s"), "data").unwrap()

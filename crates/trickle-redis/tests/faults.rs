@@ -3,12 +3,14 @@
 //! never a panic, and never a decision made up from nothing.
 
 mod common;
+mod failure_rule;
 
 use std::time::Duration;
 
 use common::RedisServer;
+use failure_rule::{Admission, OnFailure};
 use trickle::{Algorithm, Limit, Outcome};
-use trickle_redis::{Admission, OnFailure, RedisError, RedisLimiter};
+use trickle_redis::{RedisError, RedisLimiter};
 
 fn bucket() -> RedisLimiter {
     RedisLimiter::new(
@@ -151,4 +153,20 @@ fn the_failure_policy_answers_for_a_server_that_is_down_or_paused() {
     assert!(closed.decision().is_none());
     let open = OnFailure::Open.admit(bucket.hit(&mut conn, "k", 8, 1));
     assert!(open.is_allowed(), "fail open on a server gone: {open:?}");
+}
+
+/// A timeout is an outage, which failing open lets through; a time past 2^53 is no outage,
+/// and is refused under either rule, with the error kept.
+#[test]
+fn the_failure_policy_lets_through_only_an_outage() {
+    let timed_out: Result<trickle::Decision, RedisError> = Err(RedisError::Redis(
+        std::io::Error::from(std::io::ErrorKind::TimedOut).into(),
+    ));
+    assert!(OnFailure::Open.admit(timed_out).is_allowed());
+    for policy in [OnFailure::Open, OnFailure::Closed] {
+        let failed = Err(RedisError::TimeTooLarge { now_ms: u64::MAX });
+        let admission = policy.admit(failed);
+        assert!(!admission.is_allowed(), "{policy:?}");
+        assert!(matches!(admission, Admission::Failed { .. }), "{policy:?}");
+    }
 }
