@@ -1,8 +1,7 @@
-//! What the flow reports as it goes: a request decided, admitted, refused or let through by
-//! shadow mode, a store that failed, how long the store took. The flow calls the same
-//! methods whether or not the `metrics` feature is on; with it they count through the
-//! `metrics` facade ([`crate::metrics`]), without it they are empty and inline away, so a
-//! build without the feature pays nothing for them, not even a clock read.
+//! The names the flow reports with: why a request was refused, which store call, what kind
+//! of failure. Their `name`s are the metrics' label values.
+
+use crate::failure::Failure;
 
 /// Why a request was (or, in shadow mode, would have been) refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,12 +58,12 @@ pub(crate) enum FailureKind {
 }
 
 impl FailureKind {
-    /// The kind of a backend's [`Failure`](crate::Failure).
-    pub(crate) fn of(failure: crate::Failure) -> FailureKind {
+    /// The kind of a backend's [`Failure`].
+    pub(crate) fn of(failure: Failure) -> FailureKind {
         match failure {
-            crate::Failure::Outage => FailureKind::Outage,
-            crate::Failure::Data { .. } => FailureKind::Data,
-            crate::Failure::Full { .. } => FailureKind::Full,
+            Failure::Outage => FailureKind::Outage,
+            Failure::Data { .. } => FailureKind::Data,
+            Failure::Full { .. } => FailureKind::Full,
         }
     }
 
@@ -75,52 +74,6 @@ impl FailureKind {
             FailureKind::Outage => "outage",
             FailureKind::Data => "data",
             FailureKind::Full => "full",
-        }
-    }
-}
-
-#[cfg(feature = "metrics")]
-pub(crate) use crate::metrics::{Observed, Observer};
-#[cfg(not(feature = "metrics"))]
-pub(crate) use off::{Observed, Observer};
-
-/// The same interface as [`crate::metrics`]'s, doing nothing.
-#[cfg(not(feature = "metrics"))]
-mod off {
-    use std::future::Future;
-
-    use super::{FailureKind, Reason, StoreOp};
-
-    /// Hands out each group's [`Observed`].
-    #[derive(Debug, Default)]
-    pub(crate) struct Observer;
-
-    impl Observer {
-        #[inline]
-        pub(crate) fn group(&self, _group: &str) -> Observed {
-            Observed
-        }
-    }
-
-    /// One group's counters.
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) struct Observed;
-
-    #[allow(clippy::unused_self)]
-    impl Observed {
-        #[inline]
-        pub(crate) fn decided(&self) {}
-        #[inline]
-        pub(crate) fn admitted(&self) {}
-        #[inline]
-        pub(crate) fn refused(&self, _reason: Reason) {}
-        #[inline]
-        pub(crate) fn would_refuse(&self, _reason: Reason) {}
-        #[inline]
-        pub(crate) fn failure(&self, _op: StoreOp, _kind: FailureKind) {}
-        #[inline]
-        pub(crate) fn timed<F: Future>(&self, _op: StoreOp, decision: F) -> F {
-            decision
         }
     }
 }
