@@ -1,111 +1,26 @@
-//! The layer: what it is configured with, and the value types its subject function uses.
+//! The layer: how it is configured, and the [`Layer`] that wraps each service in a
+//! [`RateLimit`].
 
-use std::borrow::Cow;
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use http::StatusCode;
 use tower_layer::Layer;
 use trickle::flow::Pricing;
 use trickle::{CostTable, Limit};
 
 use crate::backend::Backend;
 use crate::clock::system_ms;
+use crate::config::Config;
+use crate::failure::OnFailure;
 use crate::free_runs::FreeRuns;
-use crate::observe::Observer;
 use crate::service::RateLimit;
 
 /// How many keys the budget of free runs keeps a bucket for unless told otherwise
 /// ([`RateLimitLayer::free_runs_with_max_keys`]).
 pub const FREE_RUN_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
 
-/// Who pays for a request: the bucket of `key` in `group`. ESI's key is the application
-/// and the user (`"7:90000001"`), within a route group (`"fitting"`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Subject {
-    /// The route group, whose limit applies.
-    pub group: String,
-    /// The bucket within the group.
-    pub key: String,
-}
-
-impl Subject {
-    /// The bucket of `key` in `group`.
-    pub fn new(group: impl Into<String>, key: impl Into<String>) -> Subject {
-        Subject {
-            group: group.into(),
-            key: key.into(),
-        }
-    }
-}
-
-/// A request the layer answers itself, without a bucket and without calling the handler:
-/// what the subject function returns when a request lacks what its key is made of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
-    status: StatusCode,
-    message: Cow<'static, str>,
-}
-
-impl Rejection {
-    /// Answers `status` with `{"error": message}`.
-    pub fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Rejection {
-        Rejection {
-            status,
-            message: message.into(),
-        }
-    }
-
-    /// Answers 400 Bad Request with `{"error": message}`; say what was missing and what is
-    /// allowed.
-    pub fn bad_request(message: impl Into<Cow<'static, str>>) -> Rejection {
-        Rejection::new(StatusCode::BAD_REQUEST, message)
-    }
-
-    /// The status it answers with.
-    pub fn status(&self) -> StatusCode {
-        self.status
-    }
-
-    /// The message its body carries.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for Rejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.status, self.message)
-    }
-}
-
-impl std::error::Error for Rejection {}
-
-/// What to do with a request when the backend cannot decide it (Redis unreachable or
-/// timing out). Either way the layer logs a warning with the error, and nothing panics.
-///
-/// Only for outages ([`Failure::Outage`](crate::Failure::Outage)): an error about the
-/// request's own bucket (a key of the wrong type) is answered 500 whatever the rule. A
-/// third way is a backend that keeps limiting in process while its store is away,
-/// [`Fallback`](crate::Fallback).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnFailure {
-    /// Let it through, uncharged: the limit is not enforced while the store is away, and
-    /// the handlers take the load. The response carries `X-Ratelimit-Limit` and
-    /// `X-Ratelimit-Group` but no count. The default, as a limiter is a safety net and its
-    /// outage should not become the API's.
-    #[default]
-    Open,
-    /// Refuse it with 503 Service Unavailable and `Retry-After: 1`, without calling the
-    /// handler: nothing gets through while the store is away.
-    Closed,
-}
-
-/// The clock decisions are made on, in ms since the Unix epoch.
-pub(crate) type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
-
-/// A [`Layer`] that limits each request per [`Subject`] with ESI's flow, the core's
+/// A [`Layer`] that limits each request per [`Subject`](crate::Subject) with ESI's flow, the core's
 /// [`trickle::flow`]:
 ///
 /// 1. the subject function picks the bucket from the request (or rejects it, or lets it
@@ -148,37 +63,6 @@ pub struct RateLimitLayer<B, F> {
     /// Shared with every service the layer makes: axum, for one, applies a layer again for
     /// each route, so applying it must cost no more than an `Arc` clone.
     config: Arc<Config<B, F>>,
-}
-
-/// What the layer and each service it makes share: the backend and the subject function
-/// behind an `Arc` each, so the layer is cheap to clone and to apply.
-pub(crate) struct Config<B, F> {
-    pub(crate) backend: Arc<B>,
-    pub(crate) subject: Arc<F>,
-    pub(crate) pricing: Pricing,
-    pub(crate) on_failure: OnFailure,
-    pub(crate) clock: Clock,
-    /// Decide and count, but never refuse ([`RateLimitLayer::shadow`]).
-    pub(crate) shadow: bool,
-    /// The budget of answers that cost nothing ([`RateLimitLayer::free_runs`]).
-    pub(crate) free_runs: Option<Arc<FreeRuns>>,
-    /// Each group's counters, when the `metrics` feature is on; nothing otherwise.
-    pub(crate) observer: Arc<Observer>,
-}
-
-impl<B, F> Clone for Config<B, F> {
-    fn clone(&self) -> Self {
-        Config {
-            backend: Arc::clone(&self.backend),
-            subject: Arc::clone(&self.subject),
-            pricing: self.pricing.clone(),
-            on_failure: self.on_failure,
-            clock: Arc::clone(&self.clock),
-            shadow: self.shadow,
-            free_runs: self.free_runs.clone(),
-            observer: Arc::clone(&self.observer),
-        }
-    }
 }
 
 impl<B, F> Clone for RateLimitLayer<B, F> {

@@ -48,9 +48,12 @@ mod answers;
 mod backend;
 mod breaker;
 pub mod clock;
+mod config;
 mod failure;
 mod fallback;
+mod flow;
 mod free_runs;
+mod future;
 mod layer;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -60,6 +63,7 @@ mod pending;
 mod redis;
 mod service;
 mod share;
+mod subject;
 
 pub use answers::{
     Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW,
@@ -68,13 +72,14 @@ pub use answers::{
 pub use backend::{Backend, InProcess, InProcessError, UnknownGroup};
 pub use breaker::{BreakerState, BREAKER_COOL_DOWN, BREAKER_FAILURES};
 pub use clock::system_ms;
-pub use failure::Failure;
+pub use failure::{Failure, OnFailure};
 pub use fallback::{Fallback, FallbackCounts, FallbackError, MAX_PENDING};
-pub use layer::{OnFailure, RateLimitLayer, Rejection, Subject, FREE_RUN_KEYS};
+pub use layer::{RateLimitLayer, FREE_RUN_KEYS};
 #[cfg(feature = "redis")]
 pub use redis::{Redis, RedisBackendError};
 pub use service::RateLimit;
 pub use share::{Share, ShareError};
+pub use subject::{Rejection, Subject};
 
 // The docs site's chapter on the layer: its examples compile against this crate.
 #[doc = include_str!("../../../docs/src/server.md")]

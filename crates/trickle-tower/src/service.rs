@@ -1,30 +1,19 @@
-//! The service the layer wraps around a handler, and the flow each request goes through:
-//! the core's [`trickle::flow`] (reserve, answer, settle) over an async [`Backend`].
+//! The service the layer wraps around a handler: it hands each request, with the handler,
+//! to the flow ([`crate::flow`]) and returns the flow's future.
 
-use std::any::Any;
 use std::fmt;
-use std::future::Future;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{Request, Response, StatusCode};
-use http_body_util::Either;
-use pin_project_lite::pin_project;
+use http::{Request, Response};
 use tower_service::Service;
-use trickle::flow::Answer;
-use trickle::{Admission, Decision, Limit, Op, Reservation};
 
-use crate::answers::{
-    free_runs_spent, json_error, mark_would_refuse, set_headers, too_many_keys, too_many_requests,
-    unavailable, Body,
-};
+use crate::answers::Body;
 use crate::backend::Backend;
-use crate::failure::Failure;
-use crate::free_runs::FreeRuns;
-use crate::layer::{Config, OnFailure, Rejection, Subject};
-use crate::observe::{FailureKind, Observed, Reason, StoreOp};
+use crate::config::Config;
+use crate::flow::limit;
+use crate::future::ResponseFuture;
+use crate::subject::{Rejection, Subject};
 
 /// The service [`RateLimitLayer`](crate::RateLimitLayer) wraps around a handler.
 pub struct RateLimit<S, B, F> {
@@ -55,8 +44,6 @@ impl<S: fmt::Debug, B, F> fmt::Debug for RateLimit<S, B, F> {
     }
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
 impl<S, B, F, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S, B, F>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
@@ -70,7 +57,7 @@ where
 {
     type Response = Response<Body<ResBody>>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, S::Error>>;
+    type Future = ResponseFuture<Result<Self::Response, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -82,333 +69,5 @@ where
         let inner = std::mem::replace(&mut self.inner, clone);
         let config = Arc::clone(&self.config);
         Box::pin(limit(config, inner, request))
-    }
-}
-
-/// One request through the flow. Dropped at any await (the client hung up, an outer
-/// timeout), it leaves the bucket as far as it got: a reservation made and not yet settled
-/// stays charged.
-async fn limit<S, B, F, ReqBody, ResBody>(
-    config: Arc<Config<B, F>>,
-    mut inner: S,
-    request: Request<ReqBody>,
-) -> Result<Response<Body<ResBody>>, S::Error>
-where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    B: Backend,
-    F: Fn(&Request<ReqBody>) -> Result<Option<Subject>, Rejection>,
-{
-    let subject = match (config.subject)(&request) {
-        Ok(Some(subject)) => subject,
-        Ok(None) => return Ok(inner.call(request).await?.map(Either::Left)),
-        Err(rejection) => return Ok(json_error(rejection.status(), rejection.message())),
-    };
-    let Subject { group, key } = &subject;
-    let Some(limit) = config.backend.limit(group) else {
-        tracing::error!(group = %group, "the subject function named a rate-limit group the backend does not have");
-        return Ok(json_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "this route's rate limit is not configured",
-        ));
-    };
-
-    let observed = config.observer.group(group);
-    observed.decided();
-
-    // The budget of answers that cost nothing, before the bucket: it is in process, so a
-    // request it refuses costs the store no round trip, and a run the bucket then refuses
-    // is handed back at once.
-    let free_run = match &config.free_runs {
-        None => None,
-        Some(free_runs) => match free_runs.reserve(group, key, (config.clock)()) {
-            None => None,
-            Some(Admission::Admitted { reservation, .. }) => Some((&**free_runs, reservation)),
-            Some(Admission::Refused(refusal)) => {
-                let refusal = Refusal {
-                    decision: &refusal,
-                    reason: Reason::FreeRuns,
-                };
-                return refuse(&config, &observed, inner, request, refusal, limit, group).await;
-            }
-        },
-    };
-
-    let backend = &config.backend;
-    let reserve = config.pricing.reserve_cost();
-    let ticket = Reservation::new_ticket();
-    let reserved = observed
-        .timed(
-            StoreOp::Reserve,
-            backend.decide(
-                group,
-                key,
-                Op::Reserve { ticket },
-                (config.clock)(),
-                reserve,
-            ),
-        )
-        .await;
-    let reservation = match reserved.map(|decision| Admission::new(decision, ticket)) {
-        Ok(Admission::Admitted { reservation, .. }) => {
-            observed.admitted();
-            reservation
-        }
-        Ok(Admission::Refused(refusal)) => {
-            // The handler does not run (or, in shadow mode, runs as if it did not): no run
-            // of the budget is spent.
-            settle_run(free_run, &subject, (config.clock)(), false);
-            let refusal = Refusal {
-                decision: &refusal,
-                reason: Reason::Limit,
-            };
-            return refuse(&config, &observed, inner, request, refusal, limit, group).await;
-        }
-        Err(error) => {
-            let failure = B::failure(&error);
-            observed.failure(StoreOp::Reserve, FailureKind::of(failure));
-            if let Failure::Data { problem } = failure {
-                // Not an outage: the store is up, and this key would fail the same way on
-                // every request; failing open would switch its limit off until someone
-                // noticed, and shadow mode too answers it, as it is no refusal.
-                settle_run(free_run, &subject, (config.clock)(), false);
-                tracing::error!(
-                    group = %group, key = %key, %error,
-                    "rate limiter cannot decide this request: {problem}; answering 500 (the \
-                     failure rule is for outages, and this is none)"
-                );
-                let message = format!("the rate limiter cannot decide this request: {problem}");
-                let mut response = json_error(StatusCode::INTERNAL_SERVER_ERROR, &message);
-                set_headers(&mut response, None, limit, group);
-                return Ok(response);
-            }
-            if let (Failure::Full { retry_after_ms }, false) = (failure, config.shadow) {
-                // Not an outage either: failing open here would let every new key through
-                // uncharged while the table is full, which is what a flood of keys aims at.
-                settle_run(free_run, &subject, (config.clock)(), false);
-                tracing::warn!(
-                    group = %group, %error,
-                    "rate limiter holds as many keys as it may: a new key is answered 503"
-                );
-                return Ok(too_many_keys(limit, group, retry_after_ms));
-            }
-            // Shadow mode refuses nothing, a 503 of a store that is away included: it fails
-            // open whatever the rule says.
-            let on_failure = if config.shadow {
-                OnFailure::Open
-            } else {
-                config.on_failure
-            };
-            match on_failure {
-                OnFailure::Open => {
-                    tracing::warn!(
-                        group = %group, key = %key, %error,
-                        "rate limiter could not decide; failing open: the request goes through \
-                         unreserved (if the store timed out, whether it charged the reserve is \
-                         unknown)"
-                    );
-                    // Not settled: a store that could not reserve would most likely fail the
-                    // settle too, after as long a wait, with a second warning. (A reserve that
-                    // timed out on Redis may still have run: its reserve then stays charged.)
-                    // The budget still counts what the answer would have cost.
-                    let outcome = inner.call(request).await;
-                    let cost_nothing = costs_nothing(&config, answer_of(&outcome));
-                    settle_run(free_run, &subject, (config.clock)(), cost_nothing);
-                    let mut response = outcome?.map(Either::Left);
-                    set_headers(&mut response, None, limit, group);
-                    return Ok(response);
-                }
-                OnFailure::Closed => {
-                    settle_run(free_run, &subject, (config.clock)(), false);
-                    tracing::warn!(
-                        group = %group, key = %key, %error,
-                        "rate limiter could not decide; failing closed: 503 (if the store timed \
-                         out, whether it charged the reserve is unknown)"
-                    );
-                    return Ok(unavailable(limit, group));
-                }
-            }
-        }
-    };
-
-    let outcome = Caught::call(&mut inner, request).await;
-    let answer = match &outcome {
-        Ok(outcome) => answer_of(outcome),
-        Err(_) => Answer::Failed,
-    };
-    let (cost, unpriced) = config.pricing.charge(answer);
-    if let Some(unpriced) = unpriced {
-        tracing::warn!(%unpriced, "the response's status has no price; it costs nothing");
-    }
-    settle_run(free_run, &subject, (config.clock)(), cost == 0);
-    let reserved = reservation.cost();
-    let settled = observed
-        .timed(
-            StoreOp::Settle,
-            backend.decide(group, key, Op::settle(reservation), (config.clock)(), cost),
-        )
-        .await
-        .inspect_err(|error| {
-            let failure = B::failure(error);
-            observed.failure(StoreOp::Settle, FailureKind::of(failure));
-            match failure {
-                // The settle may have run before the error: the bucket holds the reserve or
-                // the cost, and which is not known here (the error says when it is: a
-                // settle never sent).
-                Failure::Outage => tracing::warn!(
-                    group = %group, key = %key, status = answer.status(), reserved, cost, %error,
-                    "rate limiter could not settle the request; unless the error says it was \
-                     not sent, its outcome is unknown: the bucket holds its reserve, or its \
-                     cost if the settle ran"
-                ),
-                // A settle always lands in process, so this is a store of someone else's.
-                Failure::Full { .. } => tracing::warn!(
-                    group = %group, key = %key, status = answer.status(), reserved, cost, %error,
-                    "rate limiter could not settle the request, being full: the bucket holds \
-                     its reserve"
-                ),
-                Failure::Data { problem } => tracing::error!(
-                    group = %group, key = %key, status = answer.status(), reserved, cost, %error,
-                    "rate limiter could not settle the request: {problem}; the bucket holds \
-                     its reserve, or its cost if the settle ran before the error"
-                ),
-            }
-        })
-        .ok();
-    match outcome {
-        Ok(Ok(response)) => {
-            let mut response = response.map(Either::Left);
-            // The decision's own limit when there is one: a fallback decides under its
-            // share, and its counts are of that, as its 429s say.
-            let decided = settled.as_ref().map_or(limit, |decision| decision.limit);
-            set_headers(&mut response, settled.as_ref(), decided, group);
-            Ok(response)
-        }
-        Ok(Err(error)) => Err(error),
-        // The handler's panic goes on, now that its request is paid for.
-        Err(panic) => resume_unwind(panic),
-    }
-}
-
-/// Why a request is refused before its handler: the bucket's or the budget's refusal.
-struct Refusal<'a> {
-    decision: &'a Decision,
-    reason: Reason,
-}
-
-/// A request the bucket or the budget refuses: a 429, or in shadow mode the handler's
-/// answer, marked, and charged nothing anywhere, exactly as the 429 would have been, so
-/// the buckets go on as a normal layer's.
-async fn refuse<S, B, F, ReqBody, ResBody>(
-    config: &Config<B, F>,
-    observed: &Observed,
-    mut inner: S,
-    request: Request<ReqBody>,
-    refusal: Refusal<'_>,
-    limit: Limit,
-    group: &str,
-) -> Result<Response<Body<ResBody>>, S::Error>
-where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
-{
-    let Refusal { decision, reason } = refusal;
-    if !config.shadow {
-        observed.refused(reason);
-        return Ok(match reason {
-            Reason::Limit => too_many_requests(decision, group),
-            Reason::FreeRuns => free_runs_spent(decision, limit, group),
-        });
-    }
-    observed.would_refuse(reason);
-    // Debug, not a warning: under a flood it would be a line per request, and the counter
-    // and the header already say it.
-    tracing::debug!(
-        group = %group, reason = reason.name(),
-        "shadow mode: a request the limit would refuse goes through, uncharged"
-    );
-    let mut response = inner.call(request).await?.map(Either::Left);
-    let counted = reason == Reason::Limit;
-    mark_would_refuse(
-        &mut response,
-        decision,
-        counted,
-        limit,
-        group,
-        reason.name(),
-    );
-    Ok(response)
-}
-
-/// How a handler's call ended, as far as its price goes.
-fn answer_of<ResBody, E>(outcome: &Result<Response<ResBody>, E>) -> Answer {
-    match outcome {
-        Ok(response) => Answer::Status(response.status().as_u16()),
-        Err(_) => Answer::Failed,
-    }
-}
-
-/// Whether `answer` is one the budget of free runs counts: its price is 0.
-fn costs_nothing<B, F>(config: &Config<B, F>, answer: Answer) -> bool {
-    config.pricing.charge(answer).0 == 0
-}
-
-/// Settles the budget's run, when the layer has a budget: kept when the answer cost
-/// nothing, handed back otherwise.
-fn settle_run(
-    run: Option<(&FreeRuns, Reservation)>,
-    subject: &Subject,
-    now_ms: u64,
-    cost_nothing: bool,
-) {
-    if let Some((free_runs, run)) = run {
-        // An in-process decision: nothing to wait for, nothing that can fail.
-        let _settled = free_runs.settle(&subject.group, &subject.key, run, now_ms, cost_nothing);
-    }
-}
-
-pin_project! {
-    /// The handler's future, with a panic in it (or in the call that made it) caught as a
-    /// value, so that the request is settled before the panic goes on.
-    struct Caught<Fut> {
-        #[pin]
-        future: Option<Fut>,
-        panic: Option<Box<dyn Any + Send>>,
-    }
-}
-
-impl<Fut: Future> Caught<Fut> {
-    fn call<S, Request>(inner: &mut S, request: Request) -> Caught<Fut>
-    where
-        S: Service<Request, Future = Fut>,
-    {
-        match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
-            Ok(future) => Caught {
-                future: Some(future),
-                panic: None,
-            },
-            Err(panic) => Caught {
-                future: None,
-                panic: Some(panic),
-            },
-        }
-    }
-}
-
-impl<Fut: Future> Future for Caught<Fut> {
-    type Output = Result<Fut::Output, Box<dyn Any + Send>>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Some(future) = this.future.as_pin_mut() else {
-            let panic = this
-                .panic
-                .take()
-                .unwrap_or_else(|| Box::new("polled again"));
-            return Poll::Ready(Err(panic));
-        };
-        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
     }
 }
