@@ -8,19 +8,7 @@
 //! with a message on stderr and an exit code: 2 for a wrong command line, 1 for input (a
 //! log, a config file) that cannot be read or is malformed, or a server that cannot start.
 
-mod cli {
-    pub mod args;
-    pub mod help;
-    pub mod lines;
-    pub mod log;
-    pub mod redis;
-    pub mod replay;
-    pub mod serve;
-    pub mod serve_app;
-    pub mod serve_config;
-    pub mod serve_connections;
-    pub mod serve_metrics;
-}
+mod cli;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};

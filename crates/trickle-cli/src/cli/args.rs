@@ -18,8 +18,8 @@ use lexopt::prelude::*;
 use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
 use trickle_tower::{OnFailure, Share, ShareError};
 
-use crate::cli::serve_config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
-use crate::cli::serve_connections::{
+use crate::cli::serve::config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
+use crate::cli::serve::connections::{
     duration_text, parse_duration, Connections, MAX_MAX_CONNECTIONS, MAX_TIMEOUT,
 };
 

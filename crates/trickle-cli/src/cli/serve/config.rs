@@ -30,7 +30,7 @@ use toml::Spanned;
 use trickle::costs::CostTableError;
 use trickle::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
 
-use crate::cli::serve_connections::duration_text;
+use crate::cli::serve::connections::duration_text;
 
 /// The longest group name: it is sent back in a header and becomes a Redis key prefix.
 const MAX_GROUP_NAME: usize = 64;

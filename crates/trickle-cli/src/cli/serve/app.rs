@@ -26,7 +26,7 @@ use trickle_tower::{
     X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW, X_RATELIMIT_USED,
 };
 
-use crate::cli::serve_config::{Config, CorsOrigins};
+use crate::cli::serve::config::{Config, CorsOrigins};
 
 /// The request header naming the bucket within a group.
 pub const CLIENT_ID: HeaderName = HeaderName::from_static("x-client-id");

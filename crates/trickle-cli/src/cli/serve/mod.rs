@@ -4,7 +4,13 @@
 //! The first line on stdout is `listening on http://ADDRESS`, with the port actually bound
 //! (so `--listen 127.0.0.1:0` can be used by a test or a script that reads it); everything
 //! else, the layer's warnings among it, is logged to stderr. The connections, their
-//! timeouts and the stop's drain are serve_connections.rs's.
+//! timeouts and the stop's drain are `connections.rs`'s; the app behind them is `app.rs`'s,
+//! the config file `config.rs`'s and the `/metrics` listener `metrics.rs`'s.
+
+pub mod app;
+pub mod config;
+pub mod connections;
+pub mod metrics;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -19,10 +25,10 @@ use trickle_redis::{Clock, RedisLimiter};
 use trickle_tower::{Fallback, InProcess, OnFailure, Redis, ShareError};
 
 use crate::cli::args::ServeArgs;
-use crate::cli::serve_app::app;
-use crate::cli::serve_config::{self, Config, ConfigError, Problem};
-use crate::cli::serve_connections::{duration_text, Server};
-use crate::cli::serve_metrics::{Exporter, MetricsError};
+use crate::cli::serve::app::app;
+use crate::cli::serve::config::{Config, ConfigError, Problem};
+use crate::cli::serve::connections::{duration_text, Server};
+use crate::cli::serve::metrics::{Exporter, MetricsError};
 
 /// Every Redis key serve writes starts with this, then `:GROUP`: two servers on one Redis
 /// with the same config share their buckets, which is the point of `--redis`.
@@ -100,7 +106,7 @@ impl fmt::Display for ServeError {
 /// Reads the config, then serves until SIGTERM or SIGINT, after which requests in flight
 /// get `--drain-timeout` to finish.
 pub fn serve(args: &ServeArgs) -> Result<(), ServeError> {
-    let config = serve_config::load(&args.config, args.max_window).map_err(ServeError::Config)?;
+    let config = config::load(&args.config, args.max_window).map_err(ServeError::Config)?;
     // A second subscriber (none here) would be the only reason for an error; nothing to do.
     let _ = tracing_subscriber::fmt()
         .with_writer(io::stderr)
