@@ -311,160 +311,261 @@ pub fn load(path: &Path, max_window: Duration) -> Result<Config, ConfigError> {
 /// Checks `text`, the contents of the file at `path` (named in the errors), whose limits
 /// may have windows up to `max_window`.
 pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, ConfigError> {
-    let lines = Lines::new(text);
-    let fail =
-        |span: Range<usize>, problem| Err(ConfigError::new(path, Some(lines.of(span)), problem));
-    let raw: RawConfig = toml::from_str(text).map_err(|error| {
-        ConfigError::new(
-            path,
-            error.span().map(|span| lines.of(span)),
-            Problem::Toml(error.message().to_string()),
-        )
-    })?;
-
-    let cors_origins = match raw.cors_origins {
-        None => CorsOrigins::Any,
-        Some(origins) => {
-            let any = origins.iter().any(|origin| origin.get_ref() == "*");
-            if any && origins.len() > 1 {
-                let span = origins.iter().find(|origin| origin.get_ref() != "*");
-                let line = span.map(|origin| lines.of(origin.span()));
-                return Err(ConfigError::new(path, line, Problem::CorsAnyAndList));
-            }
-            if any {
-                CorsOrigins::Any
-            } else {
-                let mut list = Vec::with_capacity(origins.len());
-                for origin in origins {
-                    if !is_origin(origin.get_ref()) {
-                        let span = origin.span();
-                        return fail(span, Problem::CorsOrigin(origin.into_inner()));
-                    }
-                    list.push(origin.into_inner());
-                }
-                CorsOrigins::List(list)
-            }
-        }
+    let file = File {
+        path,
+        lines: Lines::new(text),
     };
-
-    if raw.group.is_empty() {
-        return Err(ConfigError::new(path, None, Problem::NoGroups));
-    }
-    let mut groups: Vec<Group> = Vec::with_capacity(raw.group.len());
-    // Every group name seen so far and the line its group starts on.
-    let mut names_seen: HashMap<String, usize> = HashMap::with_capacity(raw.group.len());
-    // Every route seen so far: the group it is in and the line it is on.
-    let mut routes_seen: HashMap<String, (String, usize)> = HashMap::new();
-    for raw_group in raw.group {
-        let line = lines.of(raw_group.span());
-        let RawGroup {
-            name,
-            limit,
-            algorithm,
-            costs,
-            routes,
-            shadow,
-            free_runs,
-        } = raw_group.into_inner();
-
-        if !is_group_name(name.get_ref()) {
-            let span = name.span();
-            return fail(span, Problem::GroupName(name.into_inner()));
-        }
-        let group = name.get_ref().clone();
-        if let Some(&first_line) = names_seen.get(&group) {
-            return fail(
-                name.span(),
-                Problem::DuplicateGroup {
-                    name: group,
-                    first_line,
-                },
-            );
-        }
-        names_seen.insert(group.clone(), line);
-
-        let limit = match limit.get_ref().parse::<Limit>() {
-            Ok(parsed) if u128::from(parsed.window_ms()) > max_window.as_millis() => {
-                return fail(
-                    limit.span(),
-                    Problem::WindowTooLong {
-                        group,
-                        limit: parsed,
-                        max_window,
-                    },
-                )
-            }
-            Ok(parsed) => parsed,
-            Err(error) => return fail(limit.span(), Problem::Limit { group, error }),
-        };
-        let algorithm = match algorithm {
-            None => Algorithm::default(),
-            Some(name) => match name.get_ref().parse::<Algorithm>() {
-                Ok(parsed) => parsed,
-                Err(error) => return fail(name.span(), Problem::Algorithm { group, error }),
-            },
-        };
-        let costs = match costs {
-            None => CostTable::esi(),
-            Some(table) => match table.get_ref().parse::<CostTable>() {
-                Ok(parsed) => parsed,
-                Err(error) => return fail(table.span(), Problem::Costs { group, error }),
-            },
-        };
-
-        let free_runs = match free_runs {
-            None => None,
-            Some(budget) => match budget.get_ref().parse::<Limit>() {
-                Ok(parsed) => Some(parsed),
-                Err(error) => return fail(budget.span(), Problem::FreeRuns { group, error }),
-            },
-        };
-
-        if routes.get_ref().is_empty() {
-            return fail(routes.span(), Problem::NoRoutes(group));
-        }
-        let mut group_routes = Vec::with_capacity(routes.get_ref().len());
-        for route in routes.into_inner() {
-            let route_line = lines.of(route.span());
-            let route = route.into_inner();
-            if let Err(why) = check_route(&route) {
-                return Err(ConfigError::new(
-                    path,
-                    Some(route_line),
-                    Problem::Route { route, why },
-                ));
-            }
-            if let Some((first_group, first_line)) = routes_seen.get(&route) {
-                return Err(ConfigError::new(
-                    path,
-                    Some(route_line),
-                    Problem::DuplicateRoute {
-                        first_group: first_group.clone(),
-                        first_line: *first_line,
-                        route,
-                        group,
-                    },
-                ));
-            }
-            routes_seen.insert(route.clone(), (group.clone(), route_line));
-            group_routes.push(route);
-        }
-
-        groups.push(Group {
-            name: group,
-            limit,
-            algorithm,
-            costs,
-            routes: group_routes,
-            line,
-            shadow: shadow.unwrap_or(false),
-            free_runs,
-        });
-    }
+    let raw = read_toml(&file, text)?;
+    let cors_origins = cors_origins(&file, raw.cors_origins)?;
+    let groups = groups(&file, raw.group, max_window)?;
     Ok(Config {
         cors_origins,
         groups,
     })
+}
+
+/// The file being checked: its path and its lines, which every error names.
+struct File<'a> {
+    path: &'a Path,
+    lines: Lines,
+}
+
+impl File<'_> {
+    /// `problem`, found at the bytes `span` of the file.
+    fn error(&self, span: Range<usize>, problem: Problem) -> ConfigError {
+        ConfigError::new(self.path, Some(self.lines.of(span)), problem)
+    }
+
+    /// `problem`, found in no one place of the file.
+    fn error_anywhere(&self, problem: Problem) -> ConfigError {
+        ConfigError::new(self.path, None, problem)
+    }
+}
+
+/// The file as TOML of the config's shape, its values not yet checked.
+fn read_toml(file: &File, text: &str) -> Result<RawConfig, ConfigError> {
+    toml::from_str(text).map_err(|error| {
+        ConfigError::new(
+            file.path,
+            error.span().map(|span| file.lines.of(span)),
+            Problem::Toml(error.message().to_string()),
+        )
+    })
+}
+
+/// `cors_origins`: any origin when absent or `["*"]`, else a list of origins as browsers
+/// send them.
+fn cors_origins(
+    file: &File,
+    origins: Option<Vec<Spanned<String>>>,
+) -> Result<CorsOrigins, ConfigError> {
+    let Some(origins) = origins else {
+        return Ok(CorsOrigins::Any);
+    };
+    let any = origins.iter().any(|origin| origin.get_ref() == "*");
+    if any && origins.len() > 1 {
+        let named = origins.iter().find(|origin| origin.get_ref() != "*");
+        let line = named.map(|origin| file.lines.of(origin.span()));
+        return Err(ConfigError::new(file.path, line, Problem::CorsAnyAndList));
+    }
+    if any {
+        return Ok(CorsOrigins::Any);
+    }
+    let mut list = Vec::with_capacity(origins.len());
+    for origin in origins {
+        if !is_origin(origin.get_ref()) {
+            let span = origin.span();
+            return Err(file.error(span, Problem::CorsOrigin(origin.into_inner())));
+        }
+        list.push(origin.into_inner());
+    }
+    Ok(CorsOrigins::List(list))
+}
+
+/// What the groups checked so far hold, for the checks that span groups: names and routes
+/// are unique across the file.
+struct Seen {
+    /// Every group name and the line its group starts on.
+    names: HashMap<String, usize>,
+    /// Every route: the group it is in and the line it is on.
+    routes: HashMap<String, (String, usize)>,
+}
+
+/// Every `[[group]]`, in the file's order: at least one.
+fn groups(
+    file: &File,
+    raw: Vec<Spanned<RawGroup>>,
+    max_window: Duration,
+) -> Result<Vec<Group>, ConfigError> {
+    if raw.is_empty() {
+        return Err(file.error_anywhere(Problem::NoGroups));
+    }
+    let mut seen = Seen {
+        names: HashMap::with_capacity(raw.len()),
+        routes: HashMap::new(),
+    };
+    raw.into_iter()
+        .map(|raw_group| group(file, raw_group, max_window, &mut seen))
+        .collect()
+}
+
+/// One `[[group]]`, its fields checked in the order they are usually written.
+fn group(
+    file: &File,
+    raw: Spanned<RawGroup>,
+    max_window: Duration,
+    seen: &mut Seen,
+) -> Result<Group, ConfigError> {
+    let line = file.lines.of(raw.span());
+    let RawGroup {
+        name,
+        limit,
+        algorithm,
+        costs,
+        routes,
+        shadow,
+        free_runs,
+    } = raw.into_inner();
+    let name = group_name(file, name, line, &mut seen.names)?;
+    let limit = group_limit(file, &name, limit, max_window)?;
+    let algorithm = group_algorithm(file, &name, algorithm)?;
+    let costs = group_costs(file, &name, costs)?;
+    let free_runs = group_free_runs(file, &name, free_runs)?;
+    let routes = group_routes(file, &name, routes, &mut seen.routes)?;
+    Ok(Group {
+        name,
+        limit,
+        algorithm,
+        costs,
+        routes,
+        line,
+        shadow: shadow.unwrap_or(false),
+        free_runs,
+    })
+}
+
+/// `name`: plain, and no other group's; kept in `names_seen` with the group's `line`.
+fn group_name(
+    file: &File,
+    name: Spanned<String>,
+    line: usize,
+    names_seen: &mut HashMap<String, usize>,
+) -> Result<String, ConfigError> {
+    if !is_group_name(name.get_ref()) {
+        let span = name.span();
+        return Err(file.error(span, Problem::GroupName(name.into_inner())));
+    }
+    let span = name.span();
+    let name = name.into_inner();
+    if let Some(&first_line) = names_seen.get(&name) {
+        return Err(file.error(span, Problem::DuplicateGroup { name, first_line }));
+    }
+    names_seen.insert(name.clone(), line);
+    Ok(name)
+}
+
+/// `limit`: TOKENS/WINDOW, the window at most `max_window`.
+fn group_limit(
+    file: &File,
+    group: &str,
+    limit: Spanned<String>,
+    max_window: Duration,
+) -> Result<Limit, ConfigError> {
+    let group = group.to_string();
+    match limit.get_ref().parse::<Limit>() {
+        Ok(parsed) if u128::from(parsed.window_ms()) > max_window.as_millis() => Err(file.error(
+            limit.span(),
+            Problem::WindowTooLong {
+                group,
+                limit: parsed,
+                max_window,
+            },
+        )),
+        Ok(parsed) => Ok(parsed),
+        Err(error) => Err(file.error(limit.span(), Problem::Limit { group, error })),
+    }
+}
+
+/// `algorithm`: one of the core's, the default when absent.
+fn group_algorithm(
+    file: &File,
+    group: &str,
+    algorithm: Option<Spanned<String>>,
+) -> Result<Algorithm, ConfigError> {
+    let Some(name) = algorithm else {
+        return Ok(Algorithm::default());
+    };
+    name.get_ref().parse::<Algorithm>().map_err(|error| {
+        let group = group.to_string();
+        file.error(name.span(), Problem::Algorithm { group, error })
+    })
+}
+
+/// `costs`: a cost table, ESI's when absent.
+fn group_costs(
+    file: &File,
+    group: &str,
+    costs: Option<Spanned<String>>,
+) -> Result<CostTable, ConfigError> {
+    let Some(table) = costs else {
+        return Ok(CostTable::esi());
+    };
+    table.get_ref().parse::<CostTable>().map_err(|error| {
+        let group = group.to_string();
+        file.error(table.span(), Problem::Costs { group, error })
+    })
+}
+
+/// `free_runs`: a budget written as a limit, none when absent.
+fn group_free_runs(
+    file: &File,
+    group: &str,
+    free_runs: Option<Spanned<String>>,
+) -> Result<Option<Limit>, ConfigError> {
+    let Some(budget) = free_runs else {
+        return Ok(None);
+    };
+    match budget.get_ref().parse::<Limit>() {
+        Ok(parsed) => Ok(Some(parsed)),
+        Err(error) => {
+            let group = group.to_string();
+            Err(file.error(budget.span(), Problem::FreeRuns { group, error }))
+        }
+    }
+}
+
+/// `routes`: at least one, each a plain path and in no other group, nor twice in this one;
+/// kept in `routes_seen` with the group and the line.
+fn group_routes(
+    file: &File,
+    group: &str,
+    routes: Spanned<Vec<Spanned<String>>>,
+    routes_seen: &mut HashMap<String, (String, usize)>,
+) -> Result<Vec<String>, ConfigError> {
+    if routes.get_ref().is_empty() {
+        return Err(file.error(routes.span(), Problem::NoRoutes(group.to_string())));
+    }
+    let mut checked = Vec::with_capacity(routes.get_ref().len());
+    for route in routes.into_inner() {
+        let span = route.span();
+        let line = file.lines.of(span.clone());
+        let route = route.into_inner();
+        if let Err(why) = check_route(&route) {
+            return Err(file.error(span, Problem::Route { route, why }));
+        }
+        if let Some((first_group, first_line)) = routes_seen.get(&route) {
+            let problem = Problem::DuplicateRoute {
+                first_group: first_group.clone(),
+                first_line: *first_line,
+                route,
+                group: group.to_string(),
+            };
+            return Err(file.error(span, problem));
+        }
+        routes_seen.insert(route.clone(), (group.to_string(), line));
+        checked.push(route);
+    }
+    Ok(checked)
 }
 
 /// Byte offsets into the file as 1-based line numbers, as an editor shows them.
@@ -688,5 +789,238 @@ mod tests {
             let parsed = parse(Path::new("w.toml"), &text, max_window);
             assert_eq!(parsed.is_ok(), ok, "{limit}: {:?}", parsed.err().map(|e| e.to_string()));
         }
+    }
+
+    /// A file of blank lines, so that a value [`on`] a line is on that line.
+    fn blank_file() -> File<'static> {
+        File {
+            path: Path::new("serve.toml"),
+            lines: Lines::new(&"\n".repeat(40)),
+        }
+    }
+
+    /// A value on `line` of [`blank_file`].
+    fn on(line: usize, value: &str) -> Spanned<String> {
+        Spanned::new(line - 1..line, value.to_string())
+    }
+
+    /// The error's line and its message without the file's name.
+    fn said(error: ConfigError) -> (Option<usize>, String) {
+        let text = error.to_string();
+        let (_, message) = text.split_once(": ").expect("a message after the place");
+        (error.line, message.to_string())
+    }
+
+    #[test]
+    fn a_group_name_is_plain_and_unique() {
+        let file = blank_file();
+        let mut seen = HashMap::new();
+        assert_eq!(
+            group_name(&file, on(2, "fitting"), 1, &mut seen).unwrap(),
+            "fitting"
+        );
+        assert_eq!(seen["fitting"], 1);
+        let error = group_name(&file, on(9, "fitting"), 8, &mut seen).unwrap_err();
+        assert_eq!(
+            said(error),
+            (
+                Some(9),
+                "a second group named \"fitting\" (the first is on line 1); give each group a \
+                 name of its own"
+                    .to_string()
+            )
+        );
+        let error = group_name(&file, on(12, "a b"), 11, &mut seen).unwrap_err();
+        assert_eq!(
+            said(error),
+            (
+                Some(12),
+                "group name \"a b\" must be 1 to 64 letters, digits, '-', '_' or '.', as in \
+                 \"fitting\""
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn a_limit_is_tokens_per_window_no_longer_than_the_longest_allowed() {
+        let file = blank_file();
+        let limit = group_limit(&file, "a", on(3, "6/8s"), DEFAULT_MAX_WINDOW).unwrap();
+        assert_eq!(limit, "6/8s".parse().unwrap());
+        let error = group_limit(&file, "a", on(3, "100/745h"), DEFAULT_MAX_WINDOW).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(3));
+        assert!(
+            message.starts_with(
+                "group \"a\": limit 100/745h has a window longer than 744h, the longest allowed"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("raise --max-window (at most 8784h"),
+            "{message}"
+        );
+        let error = group_limit(&file, "a", on(4, "6 per 8s"), DEFAULT_MAX_WINDOW).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(4));
+        assert!(
+            message.starts_with("group \"a\": invalid limit: "),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_algorithm_is_one_of_the_cores_and_the_refusal_lists_them() {
+        let file = blank_file();
+        assert_eq!(
+            group_algorithm(&file, "a", None).unwrap(),
+            Algorithm::default()
+        );
+        for algorithm in Algorithm::ALL {
+            let name = on(5, algorithm.name());
+            assert_eq!(group_algorithm(&file, "a", Some(name)).unwrap(), algorithm);
+        }
+        let error = group_algorithm(&file, "a", Some(on(6, "leaky"))).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(6));
+        assert!(message.starts_with("group \"a\": "), "{message}");
+        assert!(message.contains("leaky"), "{message}");
+        for algorithm in Algorithm::ALL {
+            assert!(message.contains(algorithm.name()), "{message}");
+        }
+    }
+
+    #[test]
+    fn costs_and_free_runs_default_and_say_what_they_expect() {
+        let file = blank_file();
+        assert_eq!(group_costs(&file, "a", None).unwrap(), CostTable::esi());
+        let error = group_costs(&file, "a", Some(on(7, "cheap"))).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(7));
+        assert!(
+            message.starts_with("group \"a\": invalid costs: "),
+            "{message}"
+        );
+
+        assert_eq!(group_free_runs(&file, "a", None).unwrap(), None);
+        let budget = group_free_runs(&file, "a", Some(on(8, "20/1m"))).unwrap();
+        assert_eq!(budget, Some("20/1m".parse().unwrap()));
+        let error = group_free_runs(&file, "a", Some(on(8, "lots"))).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(8));
+        assert!(
+            message.starts_with("group \"a\": invalid free_runs: "),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("as in free_runs = \"20/1m\", or leave it out for none"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn routes_are_plain_and_each_in_one_group_once() {
+        let file = blank_file();
+        let mut seen = HashMap::new();
+        let routes = |line, list: &[&str]| {
+            Spanned::new(
+                line - 1..line,
+                list.iter().map(|route| on(line, route)).collect(),
+            )
+        };
+        let checked = group_routes(&file, "a", routes(3, &["/a", "/b"]), &mut seen).unwrap();
+        assert_eq!(checked, ["/a", "/b"]);
+
+        let error = group_routes(&file, "b", routes(5, &[]), &mut seen).unwrap_err();
+        assert_eq!(
+            said(error),
+            (
+                Some(5),
+                "group \"b\" has no routes; list at least one, as in routes = [\"/fittings\"]"
+                    .to_string()
+            )
+        );
+        let error = group_routes(&file, "b", routes(6, &["/c", "/a"]), &mut seen).unwrap_err();
+        assert_eq!(
+            said(error),
+            (
+                Some(6),
+                "route \"/a\" is in group \"b\" and in group \"a\" (line 3); a route belongs \
+                 to one group, whose bucket it spends"
+                    .to_string()
+            )
+        );
+        let error = group_routes(&file, "c", routes(7, &["/d", "/d"]), &mut seen).unwrap_err();
+        assert_eq!(
+            said(error),
+            (
+                Some(7),
+                "group \"c\" lists route \"/d\" twice (first on line 7); list each route once"
+                    .to_string()
+            )
+        );
+        let error = group_routes(&file, "d", routes(8, &["/{id}"]), &mut seen).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(8));
+        assert_eq!(
+            message,
+            format!(
+                "route \"/{{id}}\" holds a character other than letters, digits, '-', '.', '_', \
+                 '~' and '/'; {ROUTE_FORM}"
+            )
+        );
+    }
+
+    #[test]
+    fn cors_origins_are_any_or_a_list_of_origins() {
+        let file = blank_file();
+        assert_eq!(cors_origins(&file, None).unwrap(), CorsOrigins::Any);
+        assert_eq!(
+            cors_origins(&file, Some(vec![on(1, "*")])).unwrap(),
+            CorsOrigins::Any
+        );
+        assert_eq!(
+            cors_origins(&file, Some(vec![on(1, "https://docs.example.com")])).unwrap(),
+            CorsOrigins::List(vec!["https://docs.example.com".to_string()])
+        );
+        let error =
+            cors_origins(&file, Some(vec![on(1, "*"), on(2, "https://a.example")])).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(2));
+        assert!(
+            message.starts_with("cors_origins lists \"*\" beside other origins"),
+            "{message}"
+        );
+        let error = cors_origins(&file, Some(vec![on(3, "https://a.example/")])).unwrap_err();
+        let (line, message) = said(error);
+        assert_eq!(line, Some(3));
+        assert!(
+            message.starts_with("cors_origins: \"https://a.example/\" is not an origin"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_file_of_another_shape_is_toml_s_message_with_its_line() {
+        let text = "[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nroute = [\"/a\"]\n";
+        let file = File {
+            path: Path::new("serve.toml"),
+            lines: Lines::new(text),
+        };
+        let Err(error) = read_toml(&file, text) else {
+            panic!("an unknown field read");
+        };
+        let (line, message) = said(error);
+        assert_eq!(line, Some(4));
+        assert!(message.contains("route"), "{message}");
+        assert!(
+            message.ends_with("the file's form is under Serving in 'trickle --help'"),
+            "{message}"
+        );
+        let error = groups(&file, Vec::new(), DEFAULT_MAX_WINDOW).unwrap_err();
+        assert_eq!(error.line, None);
+        assert!(error
+            .to_string()
+            .contains("no route group; add at least one [[group]]"));
     }
 }
