@@ -7,6 +7,7 @@
 
 import { html, updateAttribute, updateText } from "./dom.js";
 import { count, statusLine } from "./format.js";
+import { CLIENT_ID, GROUP, LIMIT, REMAINING, RETRY_AFTER, USED } from "./headers.js";
 import { answered } from "./respond.js";
 import styles from "./live.css";
 
@@ -20,15 +21,15 @@ const MAX_WAITING = 4;
 /** The rows of the table, in order: the field's name in events, and what the server sends. */
 const ROWS = [
   ["status", "Status"],
-  ["limit", "X-Ratelimit-Limit"],
-  ["remaining", "X-Ratelimit-Remaining"],
-  ["used", "X-Ratelimit-Used"],
-  ["group", "X-Ratelimit-Group"],
-  ["retry-after", "Retry-After"],
+  ["limit", LIMIT],
+  ["remaining", REMAINING],
+  ["used", USED],
+  ["group", GROUP],
+  ["retry-after", RETRY_AFTER],
 ];
 
 /** The headers every answer must carry, and be allowed to show, for a comparison. */
-const REQUIRED = ["X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Used"];
+const REQUIRED = [LIMIT, REMAINING, USED];
 
 /**
  * A fresh key for the server's bucket. randomUUID exists only in secure contexts (https,
@@ -277,7 +278,7 @@ export class LiveSession {
         mode: "cors",
         credentials: "omit",
         cache: "no-store",
-        headers: { "X-Client-Id": this.#clientId },
+        headers: { [CLIENT_ID]: this.#clientId },
         signal,
       });
     } catch (error) {
@@ -358,11 +359,11 @@ export class LiveSession {
   #read(response, url, roundTripMs) {
     const header = (name) => response.headers.get(name);
     const raw = {
-      limit: header("X-Ratelimit-Limit")?.trim() ?? null,
-      remaining: header("X-Ratelimit-Remaining"),
-      used: header("X-Ratelimit-Used"),
-      group: header("X-Ratelimit-Group"),
-      retryAfter: header("Retry-After"),
+      limit: header(LIMIT)?.trim() ?? null,
+      remaining: header(REMAINING),
+      used: header(USED),
+      group: header(GROUP),
+      retryAfter: header(RETRY_AFTER),
     };
     const server = Object.freeze({
       status: response.status,
@@ -386,9 +387,9 @@ export class LiveSession {
       );
     }
     for (const [name, text, value] of [
-      ["X-Ratelimit-Remaining", raw.remaining, server.remaining],
-      ["X-Ratelimit-Used", raw.used, server.used],
-      ["Retry-After", raw.retryAfter, server.retryAfter],
+      [REMAINING, raw.remaining, server.remaining],
+      [USED, raw.used, server.used],
+      [RETRY_AFTER, raw.retryAfter, server.retryAfter],
     ]) {
       if (text !== null && value === null) {
         problems.push(`${name} is ${JSON.stringify(text)}, not a whole number.`);
@@ -586,7 +587,7 @@ export class LiveSession {
         { part: "endpoint", class: "endpoint" },
         "Each Hit is sent to ",
         this.#address.url,
-        " as X-Client-Id ",
+        ` as ${CLIENT_ID} `,
         this.#address.id,
         ".",
       ),
