@@ -130,6 +130,108 @@ export function readClientId(text) {
 }
 
 /**
+ * Live mode, as the element drives it (see modes.js): the single-algorithm view of the model,
+ * on the epoch clock, and the session's table after the status line.
+ */
+export function create({ limiters: [limiter], pricing, single, attribute, baseURI, compare, host }) {
+  const session = new LiveSession({
+    endpoint: readEndpoint(attribute("endpoint"), baseURI, compare),
+    clientId: readClientId(attribute("client-id")),
+    limiter,
+    pricing,
+    costsText: attribute("costs"),
+    clock: epochNow,
+  });
+  single.show(limiter, pricing.cost);
+  return new LiveMode(session, limiter, single, host);
+}
+
+/**
+ * The model's clock: the Unix epoch in ms, as the server's is, so that both place their
+ * windows on the same boundaries (multiples of W since the epoch). The reader's clock may
+ * still be off from the server's, which shows as disagreements near a boundary.
+ */
+const epochNow = () => Date.now();
+
+class LiveMode {
+  #session;
+  #limiter;
+  #single;
+  #host;
+  #closed = false;
+  hint = "Press Hit to send a real request; the server's answer appears beside the model's.";
+  place = "answer";
+
+  constructor(session, limiter, single, host) {
+    this.#session = session;
+    this.#limiter = limiter;
+    this.#single = single;
+    this.#host = host;
+    this.element = session.element;
+  }
+
+  now() {
+    return epochNow();
+  }
+
+  /**
+   * Sends a press to the server and returns null: once it answers, the model is charged and
+   * drawn, both answers announced and the events fired. Nothing it meets is thrown at the page.
+   */
+  hit(status) {
+    const session = this.#session;
+    this.#host.busy(true);
+    if (session.pending === 0) {
+      this.#host.announce([html("span", { class: "hint" }, "Waiting for the server…")]);
+    }
+    session
+      .send(status)
+      .then((outcome) => this.#answered(outcome))
+      .catch((error) => {
+        this.#host.announce([`Live mode failed: ${error?.message ?? error}`]);
+      });
+    return null;
+  }
+
+  #answered(outcome) {
+    if (this.#closed || outcome === null) return;
+    const session = this.#session;
+    if (session.pending === 0) this.#host.busy(false);
+    const answer = session.announce(outcome);
+    if (!outcome.decision) {
+      this.#host.announce(answer);
+      return;
+    }
+    const { decision, server, model, fields, message } = outcome;
+    this.#single.remember(decision);
+    this.#host.decided({
+      decisions: [decision],
+      changing: this.draw(epochNow()),
+      answer,
+      extra: { server, mismatches: fields },
+      mismatch: fields.length ? Object.freeze({ fields, server, model, message }) : null,
+    });
+  }
+
+  /** Also drops what is in flight; the server's bucket starts afresh under a new id. */
+  reset() {
+    this.#limiter.reset();
+    this.#single.forget();
+    this.#session.reset();
+  }
+
+  draw(now) {
+    return this.#single.render(this.#limiter.peek(now, 0));
+  }
+
+  teardown() {
+    this.#closed = true;
+    this.#session.close();
+    this.#limiter.free();
+  }
+}
+
+/**
  * One widget's connection to its server. The element owns the limiter and gives it to the
  * session, which asks it what to predict and charges it as the server's answers come; the
  * element draws the rest of the widget from it as usual.
