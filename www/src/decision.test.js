@@ -88,6 +88,7 @@ test("an allowed decision has no wait, and counters only where the algorithm has
   );
   const tooLarge = readDecision(numbered(false), 2, "fixed");
   assert.equal(tooLarge.outcome, "exceeds-limit");
+  assert.equal(tooLarge.allowed, false);
   assert.equal(tooLarge.status, 429);
   assert.equal(tooLarge.retryAfter, null, "no wait helps a request larger than the limit");
 });

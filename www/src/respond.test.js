@@ -20,6 +20,7 @@ test("with a table: reserve, answer the status, settle at its price", () => {
   assert.equal(decision.status, 404);
   assert.equal(decision.reserved, 1);
   assert.equal(decision.cost, 5);
+  assert.equal(limiter.peek(0, 0).used, 5, "the bucket is charged what the answer cost");
 });
 
 test("a status the table has no price for throws before anything is charged", () => {
