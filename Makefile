@@ -19,7 +19,7 @@ PACKAGE_DIR = packages/rate-limit-demo
 SITE = target/site
 
 .PHONY: all setup setup-test build wasm package site cli demo replay size docs \
-	test fmt lint unit doc wasm-node wasm-browser package-test e2e fuzz
+	test js-unit fmt lint unit doc wasm-node wasm-browser package-test e2e fuzz
 
 all: build
 
@@ -110,7 +110,12 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-test: setup-test fmt lint unit loom doc wasm-node wasm-browser e2e
+test: setup-test js-unit fmt lint unit loom doc wasm-node wasm-browser e2e
+
+# The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
+# needs one) and the scripts' own: Node alone, in seconds, nothing built first.
+js-unit:
+	node --test www/src scripts
 
 fmt:
 	$(CARGO) fmt --all -- --check

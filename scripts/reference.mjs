@@ -15,6 +15,7 @@
 // and a message saying which.
 
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -41,8 +42,17 @@ const shown = (path) => relative(REPO, path);
 const typesShown = () => `${shown(TYPES)}/*.d.ts`;
 
 // ---------------------------------------------------------------------------------------------
-// The .d.ts files: just enough of TypeScript's declaration syntax to list the members of an
-// interface or a class with their doc comments, and a type alias with its own.
+// The .d.ts files, read with TypeScript's own parser: the members of each exported interface
+// or class with their doc comments, and each exported type alias with its own.
+
+/** TypeScript, from www/'s packages: the repository's root has none. */
+function typescript() {
+  try {
+    return createRequire(join(REPO, "www", "package.json"))("typescript");
+  } catch {
+    fail("typescript is missing from www/node_modules: run `make setup`");
+  }
+}
 
 /** A doc comment's text on one line, without the slashes and stars. */
 function docText(comment) {
@@ -54,81 +64,36 @@ function docText(comment) {
     .join(" ");
 }
 
-/** Where the string literal opening at `start` ends. */
-function stringEnd(text, start) {
-  let end = start + 1;
-  while (end < text.length && text[end] !== text[start]) end += text[end] === "\\" ? 2 : 1;
-  return end;
-}
+/** Source text on one line, as the tables show it. */
+const oneLine = (text) => text.replace(/\s+/g, " ").trim();
 
 /**
- * Splits a body at the `;` that are outside brackets and strings, keeping the doc comment
- * before each piece. Plain comments are dropped. `=>` is not a closing angle bracket.
+ * The doc comment of `node`: the last `/** … *\/` comment before it. `onlyLast`: only when no
+ * plain comment comes between it and the node, as for a declaration, whose doc comment is the
+ * one right above it.
  */
-function splitMembers(body) {
-  const members = [];
-  let doc = null;
-  let current = "";
-  let depth = 0;
-  for (let i = 0; i < body.length; i++) {
-    const char = body[i];
-    if (body.startsWith("/*", i)) {
-      const end = body.indexOf("*/", i + 2) + 2;
-      if (body.startsWith("/**", i) && !current.trim()) doc = docText(body.slice(i, end));
-      i = end - 1;
-    } else if (body.startsWith("//", i)) {
-      const end = body.indexOf("\n", i);
-      i = end < 0 ? body.length : end;
-    } else if (char === '"' || char === "'" || char === "`") {
-      const end = stringEnd(body, i);
-      current += body.slice(i, end + 1);
-      i = end;
-    } else if (body.startsWith("=>", i)) {
-      current += "=>";
-      i++;
-    } else if (char === ";" && depth === 0) {
-      members.push({ doc, text: current.replace(/\s+/g, " ").trim() });
-      doc = null;
-      current = "";
-    } else {
-      if ("([{<".includes(char)) depth++;
-      if (")]}>".includes(char)) depth--;
-      current += char;
-    }
-  }
-  return members;
+function docOf(ts, source, node, onlyLast) {
+  const text = source.getFullText();
+  const comments = ts.getLeadingCommentRanges(text, node.getFullStart()) ?? [];
+  const docs = onlyLast ? comments.slice(-1) : comments;
+  const doc = docs.filter(({ pos }) => text.startsWith("/**", pos)).at(-1);
+  return doc ? docText(text.slice(doc.pos, doc.end)) : null;
 }
 
-/** Where the brackets opening at `open` close, skipping strings, comments and `=>`. */
-function closing(text, open) {
-  let depth = 0;
-  for (let i = open; i >= 0 && i < text.length; i++) {
-    if (text.startsWith("/*", i)) i = text.indexOf("*/", i) + 1 || text.length;
-    else if (text.startsWith("//", i)) i = text.indexOf("\n", i) + 1 || text.length;
-    else if (text[i] === '"' || text[i] === "'" || text[i] === "`") i = stringEnd(text, i);
-    else if (text.startsWith("=>", i)) i++;
-    else if ("([{<".includes(text[i])) depth++;
-    else if (")]}>".includes(text[i]) && --depth === 0) return i;
-  }
-  fail(`unbalanced brackets in ${typesShown()} near \`${text.slice(open, open + 40)}\``);
-}
-
-/** One member: a field (`readonly name?: type`) or a method (`name(…): type`). */
-function parseMember({ doc, text }) {
-  const modifiers = text.match(/^((?:static|readonly|public|private|protected)\s+)*/)[0];
-  const rest = text.slice(modifiers.length);
-  const name = rest.match(/^(?:[\w$#]+|"[^"]*")/)?.[0];
-  if (!name) fail(`cannot read the declaration \`${text}\` in ${typesShown()}`);
+/** One member: a field (`readonly name?: type`) or a method (`name(…): type`, a constructor). */
+function readMember(ts, source, node) {
+  const has = (kind) => (node.modifiers ?? []).some((modifier) => modifier.kind === kind);
   const member = {
-    name,
-    doc,
-    static: /\bstatic\b/.test(modifiers),
-    readonly: /\breadonly\b/.test(modifiers),
+    name: node.name ? node.name.getText(source) : "constructor",
+    doc: docOf(ts, source, node, false),
+    static: has(ts.SyntaxKind.StaticKeyword),
+    readonly: has(ts.SyntaxKind.ReadonlyKeyword),
   };
-  const after = rest.slice(name.length).replace(/^\?/, "").trimStart();
-  if (after.startsWith(":")) return { ...member, kind: "field", type: after.slice(1).trim() };
-  const returns = after.slice(closing(after, after.indexOf("(")) + 1).replace(/^\s*:\s*/, "");
-  return { ...member, kind: "method", returns: returns || null };
+  const type = node.type ? oneLine(node.type.getText(source)) : null;
+  if (ts.isPropertySignature(node) || ts.isPropertyDeclaration(node)) {
+    return { ...member, kind: "field", type: type ?? "" };
+  }
+  return { ...member, kind: "method", returns: type };
 }
 
 /** Every `export interface`, `export class` and `export type X =` in types/*.d.ts, by name. */
@@ -138,29 +103,29 @@ function readTypes() {
     .filter((file) => file.endsWith(".d.ts"))
     .sort();
   if (files.length === 0) fail(`${shown(TYPES)} holds no .d.ts file`);
+  const ts = typescript();
   const declarations = new Map();
-  const pattern =
-    /(\/\*\*(?:[^*]|\*(?!\/))*\*\/\s*)?export\s+(?:declare\s+)?(interface|class|type)\s+(\w+)/g;
   for (const file of files) {
-    const text = readFileSync(join(TYPES, file), "utf8");
-    for (const match of text.matchAll(pattern)) {
-      const [whole, comment, kind, name] = match;
-      const end = match.index + whole.length;
-      const declaration = { name, kind, doc: comment ? docText(comment.trim()) : null };
+    const source = ts.createSourceFile(file, readFileSync(join(TYPES, file), "utf8"), ts.ScriptTarget.Latest, true);
+    for (const statement of source.statements) {
+      const exported = (statement.modifiers ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+      const kind = ts.isInterfaceDeclaration(statement)
+        ? "interface"
+        : ts.isClassDeclaration(statement)
+          ? "class"
+          : ts.isTypeAliasDeclaration(statement)
+            ? "type"
+            : null;
+      if (!exported || !kind || !statement.name) continue;
+      const name = statement.name.text;
+      const declaration = { name, kind, doc: docOf(ts, source, statement, true) };
       if (kind === "type") {
-        const definition = text.slice(end).match(/^\s*=\s*([^;]*);/);
-        if (!definition) continue; // `export type { … } from`: a re-export
-        declaration.type = definition[1].replace(/\s+/g, " ").trim();
+        declaration.type = oneLine(statement.type.getText(source));
       } else {
-        const open = text.indexOf("{", end);
-        const heritage = text.slice(end, open).match(/\bextends\s+(.*?)(?:\bimplements\b|$)/s);
-        declaration.extends = (heritage?.[1] ?? "")
-          .split(",")
-          .map((base) => base.trim())
-          .filter(Boolean);
-        declaration.members = splitMembers(text.slice(open + 1, closing(text, open))).map(
-          parseMember,
-        );
+        declaration.extends = (statement.heritageClauses ?? [])
+          .filter((clause) => clause.token === ts.SyntaxKind.ExtendsKeyword)
+          .flatMap((clause) => clause.types.map((base) => oneLine(base.getText(source))));
+        declaration.members = statement.members.map((member) => readMember(ts, source, member));
       }
       if (!declarations.has(name)) declarations.set(name, declaration);
     }

@@ -38,10 +38,16 @@ const FILES = [
 /** What each module of the widget's bundle is. */
 const MODULES = {
   "element.js": "the element",
+  "single.js": "the formula, gauge and next line of one algorithm",
+  "plain.js": "plain mode, the default",
+  "modes.js": "the modes, and the loader of the others",
+  "detail.js": "the event's detail",
+  "algorithms.js": "what the widget calls each algorithm",
+  "decision.js": "the decision buffer, read by slot name",
   "timeline.js": "the timeline",
   "styles.css": "the stylesheet",
   "trickle.js": "wasm-bindgen's glue",
-  "limiter.js": "the JS `Limiter`: its argument checks and the decision buffer's reader",
+  "limiter.js": "the JS `Limiter`: its argument checks",
   "attributes.js": "attribute parsing",
   "format.js": "number and time formatting",
   "gauge.js": "the bar of tokens in use",

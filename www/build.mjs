@@ -6,8 +6,8 @@
 //                           target/package/rate-limit-demo-<version>.tgz
 //
 // esbuild bundles and minifies three entries, "." (defines the element), "./element" and
-// "./limiter", with compare mode and live mode each split off behind a dynamic import so that
-// a page of plain widgets never downloads them. The stylesheets go in as minified text.
+// "./limiter", with each mode but the plain one (modes.js) split off behind a dynamic import
+// so that a page of plain widgets never downloads them. The stylesheets go in as minified text.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -81,35 +81,33 @@ await rm(DIST, { recursive: true, force: true });
 await mkdir(OUT, { recursive: true });
 /**
  * Each entry is one self-contained file, so that a page's requests are never deeper than page
- * → module → (WebAssembly, and compare or live mode's module when a widget asks for it):
- * shared chunks would put another round trip before the WebAssembly is even asked for.
- * Compare mode and live mode stay files of their own, imported at run time, each with its
- * own copy of the few helpers it shares. A page uses one entry; "." re-exports the other
- * two's names.
+ * → module → (WebAssembly, and a mode's module when a widget asks for it): shared chunks
+ * would put another round trip before the WebAssembly is even asked for. A page uses one of
+ * the three public entries; "." re-exports the other two's names. The modes fetched on first
+ * use (modes.js) are files of their own, each with its own copy of the few helpers it shares,
+ * and are found, not listed: every `import("./x.js")` the entries make becomes an entry too.
  */
 const ENTRIES = {
   "rate-limit-demo": "define.js",
   element: "element.js",
   limiter: "limiter.js",
-  compare: "compare.js",
-  live: "live.js",
 };
 
-/**
- * Leaves `import("./compare.js")` and `import("./live.js")` for the browser (or the page's
- * bundler) to resolve.
- */
+/** Leaves each `import("./x.js")` for the browser (or the page's bundler) to resolve. */
 const modesApart = {
   name: "modes-apart",
   setup(build) {
-    build.onResolve({ filter: /^\.\/(compare|live)\.js$/ }, ({ kind, path }) =>
+    build.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, ({ kind, path }) =>
       kind === "dynamic-import" ? { path, external: true } : undefined,
     );
   },
 };
 
 const metafiles = [];
-for (const [name, source] of Object.entries(ENTRIES)) {
+const queue = Object.entries(ENTRIES);
+const built = new Set(Object.values(ENTRIES));
+while (queue.length) {
+  const [name, source] = queue.shift();
   const result = await esbuild.build({
     entryPoints: { [name]: join(WWW, "src", source) },
     outdir: DIST,
@@ -126,6 +124,14 @@ for (const [name, source] of Object.entries(ENTRIES)) {
     logLevel: "warning",
   });
   metafiles.push(result.metafile);
+  for (const output of Object.values(result.metafile.outputs)) {
+    for (const { path, kind, external } of output.imports) {
+      const file = path.replace(/^\.\//, "");
+      if (kind !== "dynamic-import" || !external || built.has(file)) continue;
+      built.add(file);
+      queue.push([file.replace(/\.js$/, ""), file]);
+    }
+  }
 }
 await writeFile(join(OUT, "meta.json"), JSON.stringify(metafiles));
 await copyFile(WASM, join(DIST, "trickle_bg.wasm"));

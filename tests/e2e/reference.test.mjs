@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -139,6 +139,9 @@ describe("scripts/reference.mjs, given inputs it cannot use, exits 1 and names t
       try {
         const copy = join(scratch, "packages", "rate-limit-demo");
         await cp(GENERATOR, join(scratch, "scripts", "reference.mjs"));
+        // The generator reads the types with www/'s TypeScript.
+        await mkdir(join(scratch, "www"));
+        await symlink(join(REPO, "www", "node_modules"), join(scratch, "www", "node_modules"));
         await cp(join(PACKAGE, "custom-elements.json"), join(copy, "custom-elements.json"));
         await cp(join(PACKAGE, "types"), join(copy, "types"), { recursive: true });
         await breakIt(copy);

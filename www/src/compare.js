@@ -2,87 +2,67 @@
 // several algorithms at once, each with its own limiter under the same limit, shown one row
 // each. It also counts, for each algorithm, the tokens it actually let in during the last W
 // (a burst on either side of a fixed window's boundary shows as twice the limit), and how
-// often the floating window answered differently from the exact sliding log.
+// often the floating window answered differently from the exact sliding log (tally.js).
 
+import { algorithmLabel, algorithmNote } from "./algorithms.js";
 import { html, updateText } from "./dom.js";
-import { algorithmLabel, count, formatWait, formatWindow, formatTokens } from "./format.js";
+import { count, formatWait, formatWindow, formatTokens, pricingHint } from "./format.js";
 import { createGauge, showGauge } from "./gauge.js";
 import { respond } from "./respond.js";
+import { Tally } from "./tally.js";
 import styles from "./compare.css";
 
 export { styles };
-
-/** A few words on how each algorithm counts `used`; W and N are filled in. */
-const NOTES = {
-  floating: "estimate: previous × overlap + current",
-  "sliding-log": "exact: every request of the last W",
-  fixed: "starts again from 0 every W",
-  "token-bucket": "refills N every W, evenly",
-};
-
-/** The most tokens a limit can hold: the audit log below never denies, it only counts. */
-const MAX_TOKENS = "18446744073709551615";
 
 const EXPLANATIONS = {
   "wrongly-allowed": "The floating window let in a request the exact log refused: wrongly allowed.",
   "wrongly-limited": "The floating window refused a request the exact log let in: wrongly limited.",
 };
 
-/**
- * Owned by the element, which gives it the clock reading and the status of each press and
- * asks it to draw; `free()` releases the WebAssembly memory.
- */
-export class Comparison {
+/** See modes.js for what the element asks of a mode. */
+export function create({ Limiter, limiters, pricing, single }) {
+  const comparison = new Comparison(Limiter, limiters, pricing);
+  single.hide();
+  return comparison;
+}
+
+/** The mode: owned by the element, which gives it the clock reading and each press's status. */
+class Comparison {
   /**
-   * One per algorithm, in the order shown: `{ name, limiter, audit, cells, gauge, shownUsed,
+   * One per algorithm, in the order shown: `{ name, limiter, cells, gauge, shownUsed,
    * shownAdmitted }`, the last two what its cells show, null until drawn.
    */
   #rows = [];
+  #tally;
   #pricing;
   #tokens;
   #windowMs;
   /** W as the widget writes it, "8 s". */
   #windowText;
-  /** Whether both the floating window and the sliding log are shown, and so compared. */
-  #judged;
-  #presses = 0;
-  #wronglyAllowed = 0;
-  #wronglyLimited = 0;
 
   #window;
   /** A bar that fills over each fixed window, moved by CSS alone so that idle costs nothing. */
   #windowProgress;
   #counts = {};
   element;
+  place = "single";
 
   /**
    * `limiters`: one Limiter per algorithm, in the order shown, all under the same limit;
    * the comparison owns them from here. `pricing`: `{ cost, table }` as respond() takes it.
    */
   constructor(Limiter, limiters, pricing) {
-    try {
-      for (const limiter of limiters) {
-        this.#rows.push({ name: limiter.algorithm, limiter, audit: null });
-      }
-      const { tokens, windowMs } = limiters[0];
-      // A sliding log that never denies: `record` every token an algorithm let in, and
-      // `peek(now, 0).used` is exactly how many it let in during the last W.
-      for (const row of this.#rows) {
-        row.audit = new Limiter({
-          limit: `${MAX_TOKENS}/${windowMs}ms`,
-          algorithm: "sliding-log",
-        });
-      }
-      this.#tokens = tokens;
-      this.#windowMs = windowMs;
-      this.#windowText = formatWindow(windowMs);
-    } catch (error) {
-      this.free();
-      throw error;
-    }
+    this.#rows = limiters.map((limiter) => ({ name: limiter.algorithm, limiter }));
+    const { tokens, windowMs } = limiters[0];
+    // Frees its own audits if it throws; the element frees the limiters.
+    this.#tally = new Tally(Limiter, this.algorithms, windowMs);
+    this.#tokens = tokens;
+    this.#windowMs = windowMs;
+    this.#windowText = formatWindow(windowMs);
     this.#pricing = pricing;
-    const names = this.#rows.map((row) => row.name);
-    this.#judged = names.includes("floating") && names.includes("sliding-log");
+    this.label = `${limiters.length} algorithms side by side`;
+    this.hint =
+      pricingHint(pricing) ?? "Press Hit to send one request to every algorithm at the same instant.";
     this.element = this.#build();
   }
 
@@ -91,55 +71,44 @@ export class Comparison {
     return this.#rows.map((row) => row.name);
   }
 
-  free() {
-    for (const row of this.#rows) {
-      row.limiter.free();
-      row.audit?.free();
-    }
+  /** The page's own clock, which never jumps. */
+  now() {
+    return performance.now();
+  }
+
+  teardown() {
+    for (const row of this.#rows) row.limiter.free();
     this.#rows = [];
+    this.#tally.free();
   }
 
   reset() {
     for (const row of this.#rows) {
       row.limiter.reset();
-      row.audit.reset();
       this.#showResponse(row, null);
     }
-    this.#presses = this.#wronglyAllowed = this.#wronglyLimited = 0;
+    this.#tally.reset();
     this.#showCounts();
   }
 
   /**
    * Sends one request to every algorithm at the same instant `now`; with a cost table,
-   * `status` is what the server answers when a limiter lets it through. Returns each
-   * algorithm's decision, in the order shown, and how the floating window's compared.
+   * `status` is what the server answers when a limiter lets it through. Each algorithm's
+   * decision, in the order shown, and how the floating window's compared.
    */
   hit(status, now) {
     const decisions = this.#rows.map((row) => {
       const decision = Object.freeze(respond(row.limiter, this.#pricing, status, now));
-      if (decision.allowed && decision.cost > 0) row.audit.record(now, decision.cost);
       this.#showResponse(row, decision);
       return decision;
     });
-    this.#presses++;
-    let disagreement = null;
-    if (this.#judged) {
-      const byName = Object.fromEntries(decisions.map((d) => [d.algorithm, d.allowed]));
-      if (byName.floating && !byName["sliding-log"]) {
-        disagreement = "wrongly-allowed";
-        this.#wronglyAllowed++;
-      } else if (!byName.floating && byName["sliding-log"]) {
-        disagreement = "wrongly-limited";
-        this.#wronglyLimited++;
-      }
-      this.#showCounts();
-    }
+    const verdict = this.#tally.add(decisions, now);
+    this.#showCounts();
     return {
-      decisions: Object.freeze(decisions),
-      presses: this.#presses,
-      disagreement,
-      wronglyAllowed: this.#judged ? this.#wronglyAllowed : null,
-      wronglyLimited: this.#judged ? this.#wronglyLimited : null,
+      decisions,
+      verdict,
+      changing: this.draw(now, true),
+      answer: this.#announce(decisions, verdict.disagreement),
     };
   }
 
@@ -148,7 +117,7 @@ export class Comparison {
    * disagreement, if any, means; with costs, what the request reserved and was charged
    * where it was let in (the same everywhere: one reserve, one answer).
    */
-  announce({ decisions, disagreement }) {
+  #announce(decisions, disagreement) {
     const codes = decisions.flatMap(({ algorithm, allowed, status }, index) => [
       index === 0 ? "" : " · ",
       `${algorithmLabel(algorithm)} `,
@@ -173,13 +142,14 @@ export class Comparison {
   /**
    * Draws every row as of `now`; returns whether anything still changes with time. Called
    * on every animation frame while it does, so a row's cells are written only when its
-   * numbers moved.
+   * numbers moved. `resync` sets the window bar to the clock first (see syncWindowBar).
    */
-  render(now) {
+  draw(now, resync) {
+    if (resync) this.#syncWindowBar(now);
     let changing = false;
-    for (const row of this.#rows) {
+    for (const [index, row] of this.#rows.entries()) {
       const { used, remaining } = row.limiter.peek(now, 0);
-      const admitted = row.audit.peek(now, 0).used;
+      const admitted = this.#tally.admitted(index, now);
       if (used !== row.shownUsed) {
         row.shownUsed = used;
         updateText(row.cells.used, formatTokens(used));
@@ -239,16 +209,17 @@ export class Comparison {
    * widget asks for no frames; the element sets it again whenever it draws for a reason other
    * than time passing (built, pressed, reset, put back on the page), never on every frame.
    */
-  syncWindowBar(now) {
+  #syncWindowBar(now) {
     if (!this.#window) return;
     this.#windowProgress.style.animationDelay = `-${Math.floor(now) % this.#windowMs}ms`;
   }
 
   #showCounts() {
-    if (!this.#judged) return;
-    updateText(this.#counts.allowed, String(this.#wronglyAllowed));
-    updateText(this.#counts.limited, String(this.#wronglyLimited));
-    updateText(this.#counts.presses, `${this.#presses} press${this.#presses === 1 ? "" : "es"}`);
+    const { judged, wronglyAllowed, wronglyLimited, presses } = this.#tally;
+    if (!judged) return;
+    updateText(this.#counts.allowed, String(wronglyAllowed));
+    updateText(this.#counts.limited, String(wronglyLimited));
+    updateText(this.#counts.presses, `${presses} press${presses === 1 ? "" : "es"}`);
   }
 
   /** The row's answer to the last press: the status, and Retry-After on a 429. */
@@ -291,9 +262,7 @@ export class Comparison {
         over: html("span", { part: "over", class: "over-note" }),
         response: html("td", { part: "response", class: "response" }),
       };
-      const note = (NOTES[row.name] ?? "")
-        .replace(/\bW\b/g, windowText)
-        .replace(/\bN\b/g, String(tokens));
+      const note = algorithmNote(row.name, tokens, windowText);
       cells.row = html(
         "tr",
         { part: "row", "data-algorithm": row.name },
@@ -333,7 +302,7 @@ export class Comparison {
       const bar = html("div", { class: "window-bar", "aria-hidden": "true" }, this.#windowProgress);
       parts.push(bar, this.#window);
     }
-    if (this.#judged) {
+    if (this.#tally.judged) {
       this.#counts = {
         allowed: html("strong", { part: "wrongly-allowed" }),
         limited: html("strong", { part: "wrongly-limited" }),

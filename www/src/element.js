@@ -1,32 +1,17 @@
+import { algorithmLabel } from "./algorithms.js";
 import { assertShowable, readAlgorithms, readCompare, readCost } from "./attributes.js";
-import { html, sharedSheet, updateText } from "./dom.js";
-import {
-  algorithmLabel,
-  count,
-  formatExactWait,
-  formatTokens,
-  formatWait,
-  formatWindow,
-  statusLine,
-} from "./format.js";
-import { createGauge, showGauge } from "./gauge.js";
+import { decisionDetail } from "./detail.js";
+import { html, sharedSheet } from "./dom.js";
+import { count, formatWindow, statusLine } from "./format.js";
 import { CostTable, Limiter, load } from "./limiter.js";
-import { respond } from "./respond.js";
+import { arrivedMode, loadMode, modeName } from "./modes.js";
+import { SingleView } from "./single.js";
 import styles from "./styles.css";
-import { Timeline } from "./timeline.js";
 
 const DEFAULT_LIMIT = "6/8s";
 
 const FOOTNOTE =
   "A limit is a safety net, not a target: spread requests out and honour Retry-After.";
-
-/** What `used` means for each algorithm that has no formula of terms to show. */
-const MEANINGS = {
-  "sliding-log": (tokens, windowText) => `tokens spent in the last ${windowText}`,
-  fixed: () => "tokens spent in this fixed window",
-  "token-bucket": (tokens, windowText) =>
-    `the bucket refills ${tokens} tokens every ${windowText}, evenly`,
-};
 
 const OBSERVED = [
   "limit",
@@ -50,32 +35,6 @@ const reducedMotion = globalThis.matchMedia?.("(prefers-reduced-motion: reduce)"
 
 let baseSheet = null;
 let markedReady = false;
-/**
- * Compare mode's module and stylesheet, fetched the first time a widget asks for them: a
- * page of plain widgets never downloads it. `compareModule` is set once it has arrived.
- */
-let comparePromise = null;
-let compareModule = null;
-
-function loadCompare() {
-  comparePromise ??= import("./compare.js").then((module) => {
-    compareModule = { ...module, sheet: sharedSheet(module.styles) };
-    return compareModule;
-  });
-  return comparePromise;
-}
-
-/** Live mode's module and stylesheet, the same way: only a widget with `endpoint` asks. */
-let livePromise = null;
-let liveModule = null;
-
-function loadLive() {
-  livePromise ??= import("./live.js").then((module) => {
-    liveModule = { ...module, sheet: sharedSheet(module.styles) };
-    return liveModule;
-  });
-  return livePromise;
-}
 
 function message(error) {
   return String(error?.message ?? error);
@@ -165,18 +124,15 @@ export class RateLimitDemo extends Base {
     return this;
   }
 
-  /** @type {Limiter | null} */
-  #limiter = null;
-  /** In compare mode, the algorithms side by side; then #limiter is null. */
-  #comparison = null;
-  /** In live mode, the connection to the server; #limiter is the model it is compared with. */
-  #session = null;
-  /** The limiter of the first algorithm shown, in either mode: the limit's numbers. */
-  #first = null;
+  /**
+   * What the widget runs, plain, compare or live mode (see modes.js), or null while it loads
+   * or shows an error. It owns the limiters; the element draws the panel around it.
+   */
+  #mode = null;
   /** `{ cost, table }`: what a press spends, or asks to fit, and the cost table, if any. */
   #pricing = { cost: 1, table: null };
   #presses = 0;
-  /** Counts rebuilds, so that one waiting for compare mode's module knows if it is stale. */
+  /** Counts rebuilds, so that one waiting for a mode's module knows if it is stale. */
   #generation = 0;
   /** True while the picture changes with time: tokens in use, or hits still sliding left. */
   #changing = false;
@@ -192,20 +148,17 @@ export class RateLimitDemo extends Base {
   #error;
   #panel;
   #heading;
-  /** What only the single-algorithm widget shows: the formula, gauge, timeline, next. */
-  #single;
-  #formula;
-  #numbers = {};
-  #gaugeBox;
-  #gauge = null;
-  /** The `used` and `remaining` the gauge and the tokens left show, null until drawn. */
-  #shownUsed = null;
-  #shownRemaining = null;
-  #remaining;
-  #timeline;
-  #next;
+  /** The formula, gauge, timeline and next line, which plain and live mode show. */
+  #single = new SingleView();
   #answer;
   #buttons;
+  /** What a mode may do to the element between presses: live mode's answers come later. */
+  #host = {
+    announce: (nodes) => this.#answer.replaceChildren(...nodes),
+    busy: (on) =>
+      on ? this.#answer.setAttribute("aria-busy", "true") : this.#answer.removeAttribute("aria-busy"),
+    decided: (press) => this.#decided(press),
+  };
 
   #visibility;
   #resize;
@@ -219,11 +172,6 @@ export class RateLimitDemo extends Base {
     this.#loading = html("p", { class: "loading" }, "Loading the rate-limit demo…");
     this.#error = html("div", { part: "error", class: "error", hidden: "" });
     this.#heading = html("p", { part: "heading", class: "heading" });
-    this.#formula = html("p", { part: "formula", class: "formula" });
-    this.#gaugeBox = html("div", { class: "meter" });
-    this.#remaining = html("span", { part: "remaining", class: "remaining" });
-    this.#timeline = new Timeline();
-    this.#next = html("p", { part: "next", class: "next" });
     this.#answer = html("p", {
       part: "answer",
       class: "answer",
@@ -234,19 +182,11 @@ export class RateLimitDemo extends Base {
     const reset = html("button", { part: "reset", class: "reset", type: "button" }, "Reset");
     reset.addEventListener("click", () => this.reset());
 
-    this.#single = html(
-      "div",
-      { class: "single" },
-      this.#formula,
-      this.#gaugeBox,
-      this.#timeline.element,
-      this.#next,
-    );
     this.#panel = html(
       "div",
       { part: "panel", class: "panel", hidden: "" },
       this.#heading,
-      this.#single,
+      this.#single.element,
       html("div", { class: "controls" }, this.#buttons, reset),
       this.#answer,
       html("p", { part: "footnote", class: "footnote" }, FOOTNOTE),
@@ -258,9 +198,10 @@ export class RateLimitDemo extends Base {
       if (this.#onScreen) this.#schedule();
       else this.#stop();
     });
+    const timeline = this.#single.timeline;
     this.#resize = new ResizeObserver(([entry]) => {
-      this.#timeline.width = entry.contentRect.width;
-      if (this.#limiter) this.#renderNow();
+      timeline.width = entry.contentRect.width;
+      if (this.#mode) this.#renderNow();
     });
     this.#ready = this.#start();
   }
@@ -342,21 +283,6 @@ export class RateLimitDemo extends Base {
     } else this.setAttribute("compare", String(value));
   }
 
-  /** True while the element shows a working widget, of any kind. */
-  get #working() {
-    return this.#limiter !== null || this.#comparison !== null;
-  }
-
-  /**
-   * The model's clock. In live mode it is the Unix epoch in ms, as the server's is, so that
-   * both place their windows on the same boundaries (multiples of W since the epoch); the
-   * reader's clock may still be off from the server's, which shows as disagreements near a
-   * boundary. Otherwise the page's own clock, which never jumps.
-   */
-  #now() {
-    return this.#session ? Date.now() : performance.now();
-  }
-
   connectedCallback() {
     // A page may set properties before this module has loaded; they then sit on the
     // instance and hide the accessors. Pass them through so that they become attributes.
@@ -368,8 +294,8 @@ export class RateLimitDemo extends Base {
       }
     }
     this.#visibility.observe(this);
-    this.#resize.observe(this.#timeline.element);
-    if (this.#working) {
+    this.#resize.observe(this.#single.timeline.element);
+    if (this.#mode) {
       // Time went on while the element was away from the page.
       this.#renderNow();
       this.#schedule();
@@ -395,44 +321,34 @@ export class RateLimitDemo extends Base {
    * @param {number} [status]
    */
   hit(status) {
-    if (!this.#working) return null;
+    const mode = this.#mode;
+    if (!mode) return null;
     const { table } = this.#pricing;
     const answered = table ? (status ?? table.statuses[0]) : undefined;
-    if (this.#session) {
-      // Asked first, as below, so that a status the table has no price for throws now.
-      table?.cost(answered);
-      this.#send(answered);
-      return null;
-    }
-    const now = performance.now();
-    let detail;
-    if (this.#comparison) {
-      // Asked first, so that a status the table has no price for throws before any charge.
-      table?.cost(answered);
-      const result = this.#comparison.hit(answered, now);
-      detail = { ...result.decisions[0], ...result };
-      this.#comparison.syncWindowBar(now);
-      this.#changing = this.#comparison.render(now);
-      this.#answer.replaceChildren(...this.#comparison.announce(result));
-    } else {
-      const decision = Object.freeze({ ...respond(this.#limiter, this.#pricing, answered, now) });
-      this.#presses++;
-      detail = {
-        ...decision,
-        decisions: Object.freeze([decision]),
-        presses: this.#presses,
-        disagreement: null,
-        wronglyAllowed: null,
-        wronglyLimited: null,
-      };
-      this.#timeline.remember(decision);
-      this.#render(decision);
-      this.#showAnswer(decision);
-    }
-    Object.freeze(detail);
+    // Asked first, so that a status the table has no price for throws before any charge.
+    table?.cost(answered);
+    const press = mode.hit(answered, mode.now());
+    return press && this.#decided(press);
+  }
+
+  /** Shows a press the mode has decided, and fires its events; returns the decision's detail. */
+  #decided(press) {
+    this.#presses++;
+    const detail = decisionDetail(press, this.#presses);
+    this.#changing = press.changing;
+    this.#answer.replaceChildren(...press.answer);
     this.dispatchEvent(
       new CustomEvent("rate-limit-decision", { bubbles: true, composed: true, detail }),
     );
+    if (press.mismatch) {
+      this.dispatchEvent(
+        new CustomEvent("rate-limit-mismatch", {
+          bubbles: true,
+          composed: true,
+          detail: press.mismatch,
+        }),
+      );
+    }
     this.#schedule();
     return detail;
   }
@@ -442,14 +358,9 @@ export class RateLimitDemo extends Base {
    * under a new random id, unless `client-id` fixes the id.
    */
   reset() {
-    if (!this.#working) return;
+    if (!this.#mode) return;
     this.#presses = 0;
-    if (this.#comparison) this.#comparison.reset();
-    else {
-      this.#limiter.reset();
-      this.#timeline.forget();
-    }
-    this.#session?.reset();
+    this.#mode.reset();
     this.#answer.removeAttribute("aria-busy");
     this.#showHint();
     this.#renderNow();
@@ -464,15 +375,14 @@ export class RateLimitDemo extends Base {
     }
     // Fetched alongside, so that `ready` covers compare and live mode too; #rebuild shows a
     // failure.
-    if (this.compare) await loadCompare().catch(() => {});
-    if (this.endpoint !== null) await loadLive().catch(() => {});
+    await loadMode(modeName(this)).catch(() => {});
     this.#loaded = true;
     this.#rebuild();
-    if (this.#working && !markedReady) {
+    if (this.#mode && !markedReady) {
       markedReady = true;
       performance.mark("rate-limit-demo:ready");
     }
-    return this.#working;
+    return this.#mode !== null;
   }
 
   #reflect(name, value) {
@@ -483,20 +393,14 @@ export class RateLimitDemo extends Base {
   /** Frees what the widget runs on: its limiters and their WebAssembly memory. */
   #teardown() {
     this.#stop();
-    this.#session?.close();
-    this.#session?.element.remove();
-    this.#session = null;
+    this.#mode?.teardown();
+    this.#mode?.element?.remove();
+    this.#mode = null;
     this.#answer.removeAttribute("aria-busy");
-    this.#limiter?.free();
-    this.#limiter = null;
-    this.#comparison?.free();
-    this.#comparison?.element.remove();
-    this.#comparison = null;
-    this.#first = null;
     this.#pricing.table?.free();
     this.#pricing = { cost: 1, table: null };
     this.#presses = 0;
-    this.#timeline.forget();
+    this.#single.forget();
   }
 
   /** Builds fresh limiters from the attributes and the panel around them, or shows why not. */
@@ -526,51 +430,64 @@ export class RateLimitDemo extends Base {
       this.#showError(message(error));
       return;
     }
-    this.#first = limiters[0];
-    if (attribute("endpoint") !== null) {
-      // Its attributes are read by its module, which a page of plain widgets never fetches.
-      const mode = { module: liveModule, load: loadLive, name: "Live mode" };
-      this.#whenLoaded(mode, generation, limiters, (module) =>
-        this.#buildLive(module, limiters, compare),
-      );
-    } else if (compare) {
-      const mode = { module: compareModule, load: loadCompare, name: "Compare mode" };
-      this.#whenLoaded(mode, generation, limiters, (module) =>
-        this.#buildComparison(module, limiters),
-      );
-    } else {
-      this.#limiter = limiters[0];
-      this.#buildSingle();
-    }
-  }
-
-  /**
-   * Builds a mode whose module is fetched on first use: at once if it has arrived, else once
-   * it does, unless the widget was rebuilt meanwhile. The limiters are freed if not used.
-   */
-  #whenLoaded({ module, load, name }, generation, limiters, build) {
+    // A mode's own attributes (live mode's endpoint) are read by its module, which a page of
+    // plain widgets never fetches. Properties written out in full: the manifest analyzer takes
+    // a shorthand one (`{ limiters }`) for a declaration of the module's and lists it.
+    const context = {
+      limiters: limiters,
+      pricing: this.#pricing,
+      single: this.#single,
+      Limiter: Limiter,
+      attribute: attribute,
+      baseURI: this.ownerDocument.baseURI,
+      compare: compare,
+      host: this.#host,
+    };
+    const name = modeName({ compare, endpoint: attribute("endpoint") });
+    const module = arrivedMode(name);
     if (module) {
-      build(module);
+      this.#build(module, context);
       return;
     }
     // Until the module arrives, the loading note stands in for the old panel.
     this.#error.hidden = this.#panel.hidden = true;
     this.#loading.hidden = false;
-    load().then(
+    loadMode(name).then(
       (loaded) => {
-        if (generation !== this.#generation) {
-          for (const limiter of limiters) limiter.free();
-          return;
-        }
-        build(loaded);
+        if (generation === this.#generation) this.#build(loaded, context);
+        else for (const limiter of limiters) limiter.free();
       },
       (error) => {
         for (const limiter of limiters) limiter.free();
         if (generation === this.#generation) {
-          this.#showError(`${name} could not load.`, message(error));
+          const title = name[0].toUpperCase() + name.slice(1);
+          this.#showError(`${title} mode could not load.`, message(error));
         }
       },
     );
+  }
+
+  /** Builds the mode from `module` and the panel around it, or shows why it cannot run. */
+  #build(module, context) {
+    let mode;
+    try {
+      mode = module.create(context);
+    } catch (error) {
+      for (const limiter of context.limiters) limiter.free();
+      this.#showError(message(error));
+      return;
+    }
+    this.#mode = mode;
+    if (module.sheet) this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
+    if (mode.element) (mode.place === "answer" ? this.#answer : this.#single.element).after(mode.element);
+    this.#buildHeading(context.limiters[0]);
+    this.#buildButtons();
+    this.#showHint();
+    this.#loading.hidden = true;
+    this.#error.hidden = true;
+    this.#panel.hidden = false;
+    this.#renderNow();
+    this.#schedule();
   }
 
   #costTable(text) {
@@ -589,119 +506,6 @@ export class RateLimitDemo extends Base {
     return table;
   }
 
-  #buildSingle() {
-    this.#single.hidden = false;
-    this.#buildHeading();
-    this.#buildFormula();
-    this.#gauge = createGauge(this.#limiter.tokens, { part: "gauge", "aria-label": "Tokens in use" });
-    this.#gaugeBox.replaceChildren(this.#gauge.element, this.#remaining);
-    this.#shownUsed = this.#shownRemaining = null;
-    this.#buildButtons();
-    this.#timeline.build(this.#limiter.algorithm, this.#limiter.windowMs);
-    this.#showPanel();
-  }
-
-  /** The single widget, its model on the epoch clock, and the server's answers beside it. */
-  #buildLive(module, limiters, compare) {
-    const attribute = (name) => this.getAttribute(name);
-    try {
-      this.#session = new module.LiveSession({
-        endpoint: module.readEndpoint(attribute("endpoint"), this.ownerDocument.baseURI, compare),
-        clientId: module.readClientId(attribute("client-id")),
-        limiter: limiters[0],
-        pricing: this.#pricing,
-        costsText: attribute("costs"),
-        clock: () => this.#now(),
-      });
-    } catch (error) {
-      for (const limiter of limiters) limiter.free();
-      this.#showError(message(error));
-      return;
-    }
-    this.#limiter = limiters[0];
-    this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
-    this.#answer.after(this.#session.element);
-    this.#buildSingle();
-  }
-
-  /**
-   * Sends a press to the server; once it answers, charges and draws the model, announces
-   * both answers and fires the events. Nothing it meets is thrown at the page.
-   */
-  #send(status) {
-    const session = this.#session;
-    this.#answer.setAttribute("aria-busy", "true");
-    if (session.pending === 0) {
-      this.#answer.replaceChildren(html("span", { class: "hint" }, "Waiting for the server…"));
-    }
-    session
-      .send(status)
-      .then((outcome) => this.#answered(session, outcome))
-      .catch((error) => {
-        this.#answer.replaceChildren(`Live mode failed: ${message(error)}`);
-      });
-  }
-
-  /** Draws the model and announces both answers to a press; fires the events. */
-  #answered(session, outcome) {
-    if (session !== this.#session || outcome === null) return;
-    if (session.pending === 0) this.#answer.removeAttribute("aria-busy");
-    this.#answer.replaceChildren(...session.announce(outcome));
-    if (!outcome.decision) return;
-    const { decision, server, model, fields, message: text } = outcome;
-    this.#presses++;
-    const detail = Object.freeze({
-      ...decision,
-      decisions: Object.freeze([decision]),
-      presses: this.#presses,
-      disagreement: null,
-      wronglyAllowed: null,
-      wronglyLimited: null,
-      server,
-      mismatches: fields,
-    });
-    this.#timeline.remember(decision);
-    this.#render(this.#limiter.peek(this.#now(), 0));
-    this.#schedule();
-    this.dispatchEvent(
-      new CustomEvent("rate-limit-decision", { bubbles: true, composed: true, detail }),
-    );
-    if (fields.length) {
-      this.dispatchEvent(
-        new CustomEvent("rate-limit-mismatch", {
-          bubbles: true,
-          composed: true,
-          detail: Object.freeze({ fields, server, model, message: text }),
-        }),
-      );
-    }
-  }
-
-  #buildComparison(module, limiters) {
-    try {
-      this.#comparison = new module.Comparison(Limiter, limiters, this.#pricing);
-    } catch (error) {
-      this.#showError(message(error));
-      return;
-    }
-    this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
-    this.#single.hidden = true;
-    this.#single.after(this.#comparison.element);
-    this.#buildHeading();
-    this.#buildButtons();
-    this.#showPanel();
-  }
-
-  /** Shows the built panel in place of the loading note or an old error, and draws it. */
-  #showPanel() {
-    this.#showHint();
-    this.#loading.hidden = true;
-    this.#error.hidden = true;
-    this.#panel.hidden = false;
-    this.#renderNow();
-    this.#schedule();
-  }
-
   /** Shows `text` (and a detail, such as the browser's own error) in place of the widget. */
   #showError(text, detail) {
     this.#loading.hidden = true;
@@ -712,56 +516,17 @@ export class RateLimitDemo extends Base {
     this.#error.hidden = false;
   }
 
-  #buildHeading() {
+  /** The limit in words and as written, from the first limiter's numbers, and what runs. */
+  #buildHeading({ tokens, windowMs, limit, algorithm }) {
     const { cost, table } = this.#pricing;
-    const { tokens, windowMs, limit } = this.#first;
     // With costs that vary, a token is no longer a request.
     const unit = table || cost !== 1 ? "token" : "request";
     const perRequest = table || cost === 1 ? "" : ` · each request costs ${count(cost, "token")}`;
-    const what = this.#comparison
-      ? `${this.#comparison.algorithms.length} algorithms side by side`
-      : algorithmLabel(this.#limiter.algorithm);
     this.#heading.replaceChildren(
       html("strong", {}, `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
-      ` · ${what}${perRequest} `,
+      ` · ${this.#mode.label ?? algorithmLabel(algorithm)}${perRequest} `,
       html("code", { class: "limit-code" }, limit),
     );
-  }
-
-  /**
-   * The formula with one element per number. For the floating window every term of
-   * `used = previous × overlap + current` appears, each labelled with what it means.
-   */
-  #buildFormula() {
-    const { algorithm, tokens, windowMs } = this.#limiter;
-    const term = (part, label) => {
-      this.#numbers[part] = html("span", { part, class: "number" });
-      return html(
-        "span",
-        { class: "term" },
-        this.#numbers[part],
-        html("span", { class: "label" }, label),
-      );
-    };
-    const operator = (sign) => html("span", { class: "operator" }, sign);
-    this.#numbers = {};
-    const children = [html("span", { class: "name" }, "used"), operator("=")];
-    if (algorithm === "floating") {
-      children.push(
-        term("previous", "previous window"),
-        operator("×"),
-        term("overlap", "share still inside"),
-        operator("+"),
-        term("current", "this window"),
-        operator("="),
-        term("used", `of ${tokens} in use`),
-      );
-    } else {
-      children.push(term("used", `of ${tokens} in use`));
-      const meaning = MEANINGS[algorithm]?.(tokens, formatWindow(windowMs));
-      if (meaning) children.push(html("span", { class: "meaning" }, meaning));
-    }
-    this.#formula.replaceChildren(...children);
   }
 
   #buildButtons() {
@@ -788,100 +553,15 @@ export class RateLimitDemo extends Base {
   }
 
   #showHint() {
-    const hint = this.#session
-      ? "Press Hit to send a real request; the server's answer appears beside the model's."
-      : this.#pricing.table
-      ? `Press a Hit button to send a request; the server reserves ${count(this.#pricing.cost, "token")}, answers, then charges what the answer costs.`
-      : this.#comparison
-        ? "Press Hit to send one request to every algorithm at the same instant."
-        : "Press Hit to send a request.";
-    this.#answer.replaceChildren(html("span", { class: "hint" }, hint));
-  }
-
-  /** The answer the server would send, and what it means for the client. */
-  #showAnswer(decision) {
-    const { status, cost, used, limit: tokens, remaining } = decision;
-    const { cost: asked, table } = this.#pricing;
-    let code = statusLine(status);
-    let explanation;
-    if (decision.outcome === "exceeds-limit") {
-      explanation = `This request costs ${count(cost, "token")}, more than the whole limit of ${tokens}: no wait helps.`;
-    } else if (!decision.allowed) {
-      code += ` · Retry-After: ${decision.retryAfter}`;
-      // The header rounds up to whole seconds; the exact wait is what the core computed.
-      const verb = asked === 1 ? "fits" : "fit";
-      explanation = `${count(asked, "token")} ${verb} again in ${formatExactWait(decision.retryAfterMs)}`;
-      explanation += table ? "; nothing was reserved, and the 429 costs nothing." : ".";
-    } else {
-      const left =
-        used > tokens
-          ? `${used.toFixed(2)} of ${tokens} in use, over the limit until it slides out`
-          : `${remaining} of ${tokens} left`;
-      // With costs, the core's flow: what was held before answering, then what the answer cost.
-      const spent = table
-        ? `Reserved ${count(decision.reserved, "token")}, charged ${cost} after answering`
-        : `Cost ${count(cost, "token")}`;
-      explanation = `${spent}: ${left}.`;
-    }
-    this.#answer.replaceChildren(
-      html("span", { class: `code ${decision.allowed ? "allowed" : "denied"}` }, code),
-      " ",
-      html("span", { class: "explanation" }, explanation),
-    );
+    this.#answer.replaceChildren(html("span", { class: "hint" }, this.#mode.hint));
   }
 
   /**
    * Draws the widget after a change other than time passing: built, reset, put back on the
-   * page or resized. Compare mode's window bar is set to the clock then (see syncWindowBar).
+   * page or resized.
    */
   #renderNow() {
-    const now = this.#now();
-    this.#comparison?.syncWindowBar(now);
-    this.#draw(now);
-  }
-
-  /** Draws the widget as of `now`: all an animation frame does. */
-  #draw(now) {
-    if (this.#comparison) this.#changing = this.#comparison.render(now);
-    else this.#render(this.#limiter.peek(now, 0));
-  }
-
-  /**
-   * Shows `decision`: the formula, the gauge, the timeline and when tokens come back. Called
-   * on every animation frame while tokens come back, so it writes only what changed.
-   */
-  #render(decision) {
-    const { used, remaining, limit: tokens } = decision;
-    const numbers = this.#numbers;
-    updateText(numbers.used, used.toFixed(2));
-    if (numbers.previous) {
-      updateText(numbers.previous, String(decision.previous));
-      updateText(numbers.overlap, decision.overlap.toFixed(3));
-      updateText(numbers.current, String(decision.current));
-    }
-    if (used !== this.#shownUsed || remaining !== this.#shownRemaining) {
-      this.#shownUsed = used;
-      this.#shownRemaining = remaining;
-      showGauge(this.#gauge, used, remaining, this.#pricing.cost);
-      // Only a cost table's charge after answering can take `used` past the limit.
-      updateText(
-        this.#remaining,
-        used > tokens
-          ? `0 of ${tokens} left · ${(used - tokens).toFixed(2)} over`
-          : `${remaining} of ${tokens} left`,
-      );
-    }
-    updateText(this.#next, this.#whenTokensComeBack(decision));
-    this.#timeline.draw(decision);
-    this.#changing = used > 0 || this.#timeline.busy;
-  }
-
-  #whenTokensComeBack({ used, limit: tokens, remaining, t }) {
-    if (used === 0) return `All ${count(tokens, "token")} available`;
-    // `remaining` whole tokens fit now; the next whole one is back when one more would fit.
-    const nextMs = this.#limiter.peek(t, Math.floor(remaining) + 1).retryAfterMs;
-    const allMs = this.#limiter.peek(t, tokens).retryAfterMs;
-    return `1 token back in ${formatWait(nextMs)} · all ${tokens} back in ${formatWait(allMs)}`;
+    this.#changing = this.#mode.draw(this.#mode.now(), true);
   }
 
   /**
@@ -889,7 +569,7 @@ export class RateLimitDemo extends Base {
    * who asked for less motion. Idle, hidden or off-screen elements ask for nothing.
    */
   #schedule() {
-    if (this.#frame || this.#timer || !this.#changing || !this.#working) return;
+    if (this.#frame || this.#timer || !this.#changing || !this.#mode) return;
     if (!this.isConnected || !this.#onScreen) return;
     if (reducedMotion?.matches) this.#timer = setTimeout(this.#tick, 1000);
     else this.#frame = requestAnimationFrame(this.#tick);
@@ -898,8 +578,8 @@ export class RateLimitDemo extends Base {
   /** One redraw; made once per element, not once per frame. */
   #tick = () => {
     this.#frame = this.#timer = 0;
-    if (!this.#working) return;
-    this.#draw(this.#now());
+    if (!this.#mode) return;
+    this.#changing = this.#mode.draw(this.#mode.now(), false);
     this.#schedule();
   };
 

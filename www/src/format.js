@@ -54,16 +54,11 @@ export function statusLine(status) {
 }
 
 /**
- * What a reader calls each algorithm. The names themselves come from the core
- * (Limiter.algorithms); one the core gains before this list does is shown by its name.
+ * The status line's hint before the first press when a cost table prices the answers, or
+ * null without one: the press then reserves, is answered, and is charged what that costs.
  */
-const LABELS = {
-  floating: "floating window",
-  "sliding-log": "sliding log",
-  fixed: "fixed window",
-  "token-bucket": "token bucket",
-};
-
-export function algorithmLabel(name) {
-  return LABELS[name] ?? name.replaceAll("-", " ");
+export function pricingHint({ cost, table }) {
+  return table
+    ? `Press a Hit button to send a request; the server reserves ${count(cost, "token")}, answers, then charges what the answer costs.`
+    : null;
 }

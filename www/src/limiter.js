@@ -20,13 +20,13 @@ import init, {
   algorithms as coreAlgorithms,
   decision_buffer as decisionBuffer,
 } from "../pkg/trickle.js";
+import { DECISION_FIELDS, RESERVED, readDecision } from "./decision.js";
 
 /** Beside this module in the package, and wherever a bundler copies it. */
 const WASM_URL = new URL("./trickle_bg.wasm", import.meta.url);
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const OPTIONS_FORM = 'pass { limit: "6/8s", algorithm: "floating" }';
-const OUTCOMES = ["allowed", "denied", "exceeds-limit"];
 
 let loading = null;
 /** The WebAssembly instance's exports once loaded. */
@@ -131,27 +131,10 @@ function time(now) {
  */
 let fields = new Float64Array(0);
 function decision(outcome, algorithm) {
-  if (fields.length === 0) fields = new Float64Array(wasm.memory.buffer, decisionBuffer(), 14);
-  const denied = outcome === 1;
-  const counted = fields[10] === 1;
-  return {
-    algorithm,
-    allowed: outcome === 0,
-    status: outcome === 0 ? 200 : 429,
-    outcome: OUTCOMES[outcome],
-    cost: fields[0],
-    used: fields[1],
-    limit: fields[11],
-    windowMs: fields[12],
-    remaining: fields[2],
-    retryAfterMs: denied ? fields[3] : null,
-    retryAfter: denied ? fields[4] : null,
-    t: fields[5],
-    previous: counted ? fields[6] : null,
-    current: counted ? fields[7] : null,
-    overlap: counted ? fields[8] : null,
-    elapsedMs: counted ? fields[9] : null,
-  };
+  if (fields.length === 0) {
+    fields = new Float64Array(wasm.memory.buffer, decisionBuffer(), DECISION_FIELDS);
+  }
+  return readDecision(fields, outcome, algorithm);
 }
 
 /** Reads `{ limit, algorithm }`, refusing anything else so that a typo is not ignored. */
@@ -237,7 +220,7 @@ export class Limiter {
     const at = time(now);
     const held = whole("reserve", reserve);
     const settled = decision(this.#live.respond(at, held, whole("cost", cost)), this.#algorithm);
-    settled.reserved = fields[13];
+    settled.reserved = fields[RESERVED];
     return settled;
   }
 

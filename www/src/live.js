@@ -7,6 +7,7 @@
 
 import { html, updateAttribute, updateText } from "./dom.js";
 import { count, statusLine } from "./format.js";
+import { CLIENT_ID, GROUP, LIMIT, REMAINING, RETRY_AFTER, USED } from "./headers.js";
 import { answered } from "./respond.js";
 import styles from "./live.css";
 
@@ -20,15 +21,15 @@ const MAX_WAITING = 4;
 /** The rows of the table, in order: the field's name in events, and what the server sends. */
 const ROWS = [
   ["status", "Status"],
-  ["limit", "X-Ratelimit-Limit"],
-  ["remaining", "X-Ratelimit-Remaining"],
-  ["used", "X-Ratelimit-Used"],
-  ["group", "X-Ratelimit-Group"],
-  ["retry-after", "Retry-After"],
+  ["limit", LIMIT],
+  ["remaining", REMAINING],
+  ["used", USED],
+  ["group", GROUP],
+  ["retry-after", RETRY_AFTER],
 ];
 
 /** The headers every answer must carry, and be allowed to show, for a comparison. */
-const REQUIRED = ["X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Used"];
+const REQUIRED = [LIMIT, REMAINING, USED];
 
 /**
  * A fresh key for the server's bucket. randomUUID exists only in secure contexts (https,
@@ -126,6 +127,108 @@ export function readClientId(text) {
   throw new Error(
     `client-id="${text}" is not allowed: use 1 to 64 visible ASCII characters (letters, digits, punctuation; no spaces), or leave client-id out for a random id per widget`,
   );
+}
+
+/**
+ * Live mode, as the element drives it (see modes.js): the single-algorithm view of the model,
+ * on the epoch clock, and the session's table after the status line.
+ */
+export function create({ limiters: [limiter], pricing, single, attribute, baseURI, compare, host }) {
+  const session = new LiveSession({
+    endpoint: readEndpoint(attribute("endpoint"), baseURI, compare),
+    clientId: readClientId(attribute("client-id")),
+    limiter,
+    pricing,
+    costsText: attribute("costs"),
+    clock: epochNow,
+  });
+  single.show(limiter, pricing.cost);
+  return new LiveMode(session, limiter, single, host);
+}
+
+/**
+ * The model's clock: the Unix epoch in ms, as the server's is, so that both place their
+ * windows on the same boundaries (multiples of W since the epoch). The reader's clock may
+ * still be off from the server's, which shows as disagreements near a boundary.
+ */
+const epochNow = () => Date.now();
+
+class LiveMode {
+  #session;
+  #limiter;
+  #single;
+  #host;
+  #closed = false;
+  hint = "Press Hit to send a real request; the server's answer appears beside the model's.";
+  place = "answer";
+
+  constructor(session, limiter, single, host) {
+    this.#session = session;
+    this.#limiter = limiter;
+    this.#single = single;
+    this.#host = host;
+    this.element = session.element;
+  }
+
+  now() {
+    return epochNow();
+  }
+
+  /**
+   * Sends a press to the server and returns null: once it answers, the model is charged and
+   * drawn, both answers announced and the events fired. Nothing it meets is thrown at the page.
+   */
+  hit(status) {
+    const session = this.#session;
+    this.#host.busy(true);
+    if (session.pending === 0) {
+      this.#host.announce([html("span", { class: "hint" }, "Waiting for the server…")]);
+    }
+    session
+      .send(status)
+      .then((outcome) => this.#answered(outcome))
+      .catch((error) => {
+        this.#host.announce([`Live mode failed: ${error?.message ?? error}`]);
+      });
+    return null;
+  }
+
+  #answered(outcome) {
+    if (this.#closed || outcome === null) return;
+    const session = this.#session;
+    if (session.pending === 0) this.#host.busy(false);
+    const answer = session.announce(outcome);
+    if (!outcome.decision) {
+      this.#host.announce(answer);
+      return;
+    }
+    const { decision, server, model, fields, message } = outcome;
+    this.#single.remember(decision);
+    this.#host.decided({
+      decisions: [decision],
+      changing: this.draw(epochNow()),
+      answer,
+      extra: { server, mismatches: fields },
+      mismatch: fields.length ? Object.freeze({ fields, server, model, message }) : null,
+    });
+  }
+
+  /** Also drops what is in flight; the server's bucket starts afresh under a new id. */
+  reset() {
+    this.#limiter.reset();
+    this.#single.forget();
+    this.#session.reset();
+  }
+
+  draw(now) {
+    return this.#single.render(this.#limiter.peek(now, 0));
+  }
+
+  teardown() {
+    this.#closed = true;
+    this.#session.close();
+    this.#limiter.free();
+  }
 }
 
 /**
@@ -277,7 +380,7 @@ export class LiveSession {
         mode: "cors",
         credentials: "omit",
         cache: "no-store",
-        headers: { "X-Client-Id": this.#clientId },
+        headers: { [CLIENT_ID]: this.#clientId },
         signal,
       });
     } catch (error) {
@@ -358,11 +461,11 @@ export class LiveSession {
   #read(response, url, roundTripMs) {
     const header = (name) => response.headers.get(name);
     const raw = {
-      limit: header("X-Ratelimit-Limit")?.trim() ?? null,
-      remaining: header("X-Ratelimit-Remaining"),
-      used: header("X-Ratelimit-Used"),
-      group: header("X-Ratelimit-Group"),
-      retryAfter: header("Retry-After"),
+      limit: header(LIMIT)?.trim() ?? null,
+      remaining: header(REMAINING),
+      used: header(USED),
+      group: header(GROUP),
+      retryAfter: header(RETRY_AFTER),
     };
     const server = Object.freeze({
       status: response.status,
@@ -386,9 +489,9 @@ export class LiveSession {
       );
     }
     for (const [name, text, value] of [
-      ["X-Ratelimit-Remaining", raw.remaining, server.remaining],
-      ["X-Ratelimit-Used", raw.used, server.used],
-      ["Retry-After", raw.retryAfter, server.retryAfter],
+      [REMAINING, raw.remaining, server.remaining],
+      [USED, raw.used, server.used],
+      [RETRY_AFTER, raw.retryAfter, server.retryAfter],
     ]) {
       if (text !== null && value === null) {
         problems.push(`${name} is ${JSON.stringify(text)}, not a whole number.`);
@@ -586,7 +689,7 @@ export class LiveSession {
         { part: "endpoint", class: "endpoint" },
         "Each Hit is sent to ",
         this.#address.url,
-        " as X-Client-Id ",
+        ` as ${CLIENT_ID} `,
         this.#address.id,
         ".",
       ),

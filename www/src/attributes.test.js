@@ -1,0 +1,63 @@
+// The element's attributes, read: each bad value is refused with a message that says what is
+// allowed.
+
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import { assertShowable, readAlgorithms, readCompare, readCost } from "./attributes.js";
+
+const KNOWN = ["floating", "sliding-log", "fixed", "token-bucket"];
+const none = { compare: false, algorithm: null, algorithms: null };
+
+test("compare is a boolean attribute, and compare=\"false\" is off", () => {
+  for (const on of ["", "true", "compare"]) assert.equal(readCompare(on), true, on);
+  for (const off of [null, "false"]) assert.equal(readCompare(off), false, String(off));
+  assert.throws(() => readCompare("yes"), /compare="yes" is not allowed/);
+});
+
+test("one algorithm: the attribute, or the core's default", () => {
+  assert.deepEqual(readAlgorithms(none, KNOWN), ["floating"]);
+  assert.deepEqual(readAlgorithms({ ...none, algorithm: "fixed" }, KNOWN), ["fixed"]);
+  assert.throws(
+    () => readAlgorithms({ ...none, algorithms: "fixed floating" }, KNOWN),
+    /picks what compare mode shows/,
+  );
+});
+
+test("compare mode: all of the core's, or two or more named once each", () => {
+  const compare = { ...none, compare: true };
+  assert.deepEqual(readAlgorithms(compare, KNOWN), KNOWN);
+  assert.deepEqual(readAlgorithms({ ...compare, algorithms: "fixed, floating" }, KNOWN), [
+    "fixed",
+    "floating",
+  ]);
+  for (const [algorithms, message] of [
+    ["  ", /names no algorithm/],
+    ["fixed leaky", /"leaky" is not an algorithm/],
+    ["fixed fixed", /names fixed twice/],
+    ["fixed", /names one algorithm/],
+  ]) {
+    assert.throws(() => readAlgorithms({ ...compare, algorithms }, KNOWN), message, algorithms);
+  }
+  assert.throws(
+    () => readAlgorithms({ ...compare, algorithm: "fixed" }, KNOWN),
+    /cannot be used with compare/,
+  );
+});
+
+test("a cost is a whole number from 0 to the limit's tokens", () => {
+  assert.equal(readCost(null, 6), 1);
+  assert.equal(readCost(" 6 ", 6), 6);
+  assert.equal(readCost("0", 6), 0);
+  for (const text of ["7", "1.5", "-1", "", "two"]) {
+    assert.throws(() => readCost(text, 6), /from 0 to 6/, text);
+  }
+});
+
+test("a limit past 2^53 − 1 tokens or ms is refused: JS could not show it exactly", () => {
+  assertShowable({ tokens: 6, windowMs: 8000 }, "6/8s");
+  assert.throws(
+    () => assertShowable({ tokens: 2 ** 53, windowMs: 8000 }, "9007199254740993/8s"),
+    /too large to show exactly/,
+  );
+});

@@ -1,0 +1,61 @@
+// The widget's modes, and the one way a mode other than the default is fetched: by a dynamic
+// import the first time a widget on the page asks for it, so that a page of plain widgets
+// never downloads compare or live mode. www/build.mjs finds the modes' files from the
+// dynamic imports below, each bundled as a file of its own.
+//
+// A mode module exports `create(context)` and, when it has one, `styles` (its stylesheet's
+// text). `context` is what the element built: `{ limiters, pricing, single, Limiter,
+// attribute, baseURI, compare, host }` (see element.js). The mode it returns owns the
+// limiters from then on, and offers:
+//
+//   label              what runs, for the heading, "4 algorithms side by side"; left out, the
+//                      first algorithm's name in words, "floating window"
+//   hint               the status line before the first press
+//   element, place     its own part of the panel, or null; placed after "single" (the
+//                      single-algorithm view) or after "answer" (the status line)
+//   now()              its clock, in ms
+//   hit(status, now)   one press: { decisions, changing, answer, verdict?, extra?, mismatch? }
+//                      (see detail.js), or null when the answer comes later through
+//                      host.decided (live mode)
+//   reset()            empties the buckets and what is drawn of them
+//   draw(now, resync)  draws as of `now`; returns whether it still changes with time. `resync`
+//                      is true when drawing for a reason other than time passing
+//   teardown()         stops, and frees its limiters; its element is removed by the element
+
+import { sharedSheet } from "./dom.js";
+import * as plain from "./plain.js";
+
+/** The modes fetched on first use. */
+const LAZY = {
+  compare: () => import("./compare.js"),
+  live: () => import("./live.js"),
+};
+
+/** Each mode module once it has arrived, with its stylesheet made: `{ create, sheet }`. */
+const arrived = { plain: { create: plain.create, sheet: null } };
+const loading = {};
+
+/**
+ * The mode a widget's attributes ask for: live with `endpoint` (which refuses `compare`,
+ * with a message, once built), compare with `compare`, else plain.
+ */
+export function modeName({ compare, endpoint }) {
+  if (endpoint !== null) return "live";
+  return compare ? "compare" : "plain";
+}
+
+/** The mode module `name` if it has arrived, else null. */
+export function arrivedMode(name) {
+  return arrived[name] ?? null;
+}
+
+/** Fetches the mode module `name` once for the whole page; every call gets the same promise. */
+export function loadMode(name) {
+  loading[name] ??= arrived[name]
+    ? Promise.resolve(arrived[name])
+    : LAZY[name]().then((module) => {
+        arrived[name] = { create: module.create, sheet: sharedSheet(module.styles) };
+        return arrived[name];
+      });
+  return loading[name];
+}

@@ -1,0 +1,24 @@
+// Which mode a widget's attributes ask for, and the default mode's part of the registry.
+
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import { arrivedMode, loadMode, modeName } from "./modes.js";
+
+test("endpoint asks for live mode, even beside compare, whose mode then refuses it", () => {
+  assert.equal(modeName({ compare: false, endpoint: "/api" }), "live");
+  assert.equal(modeName({ compare: true, endpoint: "" }), "live");
+  assert.equal(modeName({ compare: true, endpoint: null }), "compare");
+  assert.equal(modeName({ compare: false, endpoint: null }), "plain");
+});
+
+test("plain mode is in the bundle: there at once, never fetched", async () => {
+  const plain = arrivedMode("plain");
+  assert.equal(typeof plain?.create, "function");
+  assert.equal(await loadMode("plain"), plain);
+});
+
+test("the other modes have not arrived until a widget asks for them", () => {
+  assert.equal(arrivedMode("compare"), null);
+  assert.equal(arrivedMode("live"), null);
+});
