@@ -110,7 +110,20 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-test: setup-test js-unit fmt lint unit loom doc wasm-node wasm-browser e2e
+# Two cores: the loom model runs beside the end-to-end suite, which keeps about one busy
+# (Chromium waits on its pages); loom at the lowest priority, so the browser's timings are
+# not the ones that stretch. Each target's output is printed whole, when it ends.
+test: setup-test js-unit fmt lint unit doc wasm-node wasm-browser publish-check
+	$(MAKE) -j2 --output-sync=target loom-low e2e-debug
+
+# The end-to-end suite on the debug CLI that `unit` already built, rather than a release
+# build (over a minute with LTO) that only `make test` would use.
+.PHONY: loom-low e2e-debug
+loom-low:
+	nice -n 19 $(MAKE) loom
+e2e-debug: setup-test site docs
+	$(CARGO) build --locked -p trickle-cli
+	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
@@ -124,7 +137,7 @@ fmt:
 # docs' Rust client is not a default member, so it is named.
 lint:
 	$(CARGO) clippy --locked --all-targets --features trickle-tower/redis -- -D warnings
-	@if $(CARGO) tree --locked -p trickle -e normal --prefix none | grep -vx 'trickle v[^ ]* ([^)]*)' | grep .; then \
+	@if $(CARGO) tree --locked -p trickle-core -e normal --prefix none | grep -vx 'trickle-core v[^ ]* ([^)]*)' | grep .; then \
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
@@ -154,6 +167,16 @@ wasm-node: setup
 
 wasm-browser: setup-test
 	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test --headless --chrome --mode no-install $(WASM_CRATE) --locked --test web
+
+# What each registry would take, checked as it will check it: every crate's file list (its
+# own folder only, scripts/packaging.mjs), `cargo package` of every publishable crate in
+# dependency order with the unpublished ones served from a local registry, and `npm publish
+# --dry-run` of the widget's package.
+.PHONY: publish-check
+publish-check: package
+	node scripts/packaging.mjs
+	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client
+	cd $(PACKAGE_DIR) && npm publish --dry-run --ignore-scripts
 
 # The package, its tarball installed in a scratch project, the element and the docs page in
 # Debian's Chromium, Firefox ESR and WebKit; the docs site; the docs' client examples

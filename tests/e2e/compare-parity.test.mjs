@@ -16,7 +16,8 @@ import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
-const CLI = join(REPO, "target", "release", "trickle");
+/** The CLI `make cli` builds; TRICKLE points the test at another build of it. */
+const CLI = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
 const LIMITER = join(REPO, "packages", "rate-limit-demo", "dist", "limiter.js");
 for (const [file, make] of [
   [CLI, "make cli"],
