@@ -12,8 +12,8 @@ use common::{direct_stream, governor_quota, limit, report_share, Replay};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::FakeRelativeClock;
 use governor::RateLimiter;
-use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
-use trickle::Bucket;
+use trickle_core::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle_core::Bucket;
 
 /// Long enough that the stream's pattern is not what the branch predictor learns.
 const STREAM_LEN: usize = 1 << 16;

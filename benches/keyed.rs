@@ -27,7 +27,7 @@ use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::FakeRelativeClock;
 use governor::RateLimiter;
-use trickle::{ConcurrentKeyedLimiter, KeyedLimiter};
+use trickle_core::{ConcurrentKeyedLimiter, KeyedLimiter};
 
 /// Rounds of every key per stream, replayed round and round: enough that a stream is at
 /// least 65,536 requests long and has more than one order of keys.

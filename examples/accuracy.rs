@@ -1,6 +1,6 @@
 //! How exact is the floating window? Synthetic, seeded workloads through the floating
 //! window, the fixed window and the token bucket, each compared with the exact sliding log
-//! by `trickle::compare::Comparison`, written as Markdown on stdout: one table per algorithm, with
+//! by `trickle_core::compare::Comparison`, written as Markdown on stdout: one table per algorithm, with
 //! the disagreements counted both ways (each on its own history, and on the log's).
 //!
 //! `make accuracy` runs it (`cargo run --release --locked --example accuracy`) and keeps the
@@ -15,8 +15,8 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
-use trickle::compare::{Accuracy, Comparison, Ratio};
-use trickle::{Algorithm, Limit};
+use trickle_core::compare::{Accuracy, Comparison, Ratio};
+use trickle_core::{Algorithm, Limit};
 
 /// The seed of every workload; each table row draws from its own ChaCha stream of it.
 const SEED: u64 = 2026;

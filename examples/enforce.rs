@@ -3,16 +3,16 @@
 //! ESI sends. The "server" here is a loop over a few requests, so the example runs as is:
 //! `cargo run --example enforce`.
 //!
-//! The flow, for each request (`trickle::flow`, the one the tower layer runs):
+//! The flow, for each request (`trickle_core::flow`, the one the tower layer runs):
 //! 1. before doing any work, `reserve` one token; if it does not fit, answer 429 with
 //!    `Retry-After` and charge nothing (ESI's 429 costs 0);
 //! 2. otherwise handle the request, then `settle` the reservation at what its status costs
 //!    (2XX 2, 3XX 1, 4XX 5, 5XX 0), which may push the bucket past the limit: later
 //!    requests then wait.
 
-use trickle::esi::headers;
-use trickle::flow::{Answer, Pricing};
-use trickle::{Admission, Decision, GroupedLimiter};
+use trickle_core::esi::headers;
+use trickle_core::flow::{Answer, Pricing};
+use trickle_core::{Admission, Decision, GroupedLimiter};
 
 /// (application, character): the key ESI limits within a route group.
 type Key = (u32, u64);

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
-use trickle::{ConcurrentKeyedLimiter, KeyedLimiter};
+use trickle_core::{ConcurrentKeyedLimiter, KeyedLimiter};
 
 /// The system allocator, counting the bytes live at any moment.
 struct Counting;
@@ -64,8 +64,8 @@ fn bytes_per_key<T>(keys: u64, fill: impl FnOnce() -> T) -> f64 {
 }
 
 fn ours(keys: u64) -> f64 {
-    let limit =
-        trickle::Limit::new(u64::from(TOKENS), WINDOW.as_millis() as u64).expect("a valid limit");
+    let limit = trickle_core::Limit::new(u64::from(TOKENS), WINDOW.as_millis() as u64)
+        .expect("a valid limit");
     bytes_per_key(keys, || {
         let mut limiter: KeyedLimiter<Key> = KeyedLimiter::new(limit);
         for index in 0..keys {
@@ -76,8 +76,8 @@ fn ours(keys: u64) -> f64 {
 }
 
 fn concurrent(keys: u64) -> f64 {
-    let limit =
-        trickle::Limit::new(u64::from(TOKENS), WINDOW.as_millis() as u64).expect("a valid limit");
+    let limit = trickle_core::Limit::new(u64::from(TOKENS), WINDOW.as_millis() as u64)
+        .expect("a valid limit");
     bytes_per_key(keys, || {
         let limiter: ConcurrentKeyedLimiter<Key> = ConcurrentKeyedLimiter::new(limit);
         for index in 0..keys {

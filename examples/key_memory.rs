@@ -5,8 +5,8 @@
 
 use std::mem::size_of;
 
-use trickle::state::FloatingState;
-use trickle::KeyedLimiter;
+use trickle_core::state::FloatingState;
+use trickle_core::KeyedLimiter;
 
 type Key = (u32, u64);
 

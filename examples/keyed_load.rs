@@ -6,7 +6,7 @@
 //!
 //! Run with `cargo run --release --example keyed_load`.
 
-use trickle::KeyedLimiter;
+use trickle_core::KeyedLimiter;
 
 const KEYS: u64 = 1_000_000;
 const WINDOW_MS: u64 = 8_000;

@@ -17,8 +17,8 @@
 use std::fmt::Debug;
 
 use arbitrary::{Result, Unstructured};
-use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
-use trickle::{
+use trickle_core::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle_core::{
     esi, Algorithm, Bucket, Decision, KeyedLimiter, Limit, LimitError, Limiter, Outcome,
 };
 

@@ -25,7 +25,7 @@
 //! ```
 //!
 //! ```
-//! use trickle::{FloatingWindow, Outcome};
+//! use trickle_core::{FloatingWindow, Outcome};
 //!
 //! let mut bucket = FloatingWindow::new("6/8s".parse().unwrap());
 //! for t in [0, 1_000, 2_000, 3_000, 9_000, 10_000] {

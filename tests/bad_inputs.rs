@@ -9,8 +9,8 @@
 //! Limit texts that look odd but are valid (whitespace, leading zeros, beyond 2^53) are in
 //! `tests/limit.rs`'s table of parsed limits.
 
-use trickle::esi::cost_for_status;
-use trickle::{Algorithm, Limit, LimitError, Limiter, Outcome};
+use trickle_core::esi::cost_for_status;
+use trickle_core::{Algorithm, Limit, LimitError, Limiter, Outcome};
 
 const MAX: u64 = u64::MAX;
 
@@ -237,7 +237,7 @@ fn costs_and_times_at_the_ends_of_u64_get_exact_answers() {
                 decision.remaining() <= limit.tokens(),
                 "{name}: {algorithm}"
             );
-            assert!(trickle::esi::headers(&decision).len() >= 3);
+            assert!(trickle_core::esi::headers(&decision).len() >= 3);
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

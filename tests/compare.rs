@@ -8,8 +8,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use trickle::compare::{Accuracy, Comparison, Disagreement};
-use trickle::{Algorithm, Limit, Limiter};
+use trickle_core::compare::{Accuracy, Comparison, Disagreement};
+use trickle_core::{Algorithm, Limit, Limiter};
 
 use Algorithm::{Fixed, Floating, SlidingLog, TokenBucket};
 use Disagreement::{WronglyAllowed, WronglyLimited};

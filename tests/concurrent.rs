@@ -9,10 +9,10 @@ use std::num::NonZeroUsize;
 use std::sync::Barrier;
 use std::thread;
 
-use trickle::state::{
+use trickle_core::state::{
     AnyState, FixedState, FloatingState, SlidingLogState, State, TokenBucketState,
 };
-use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Limit, Op, Outcome, TooManyKeys};
+use trickle_core::{ConcurrentKeyedLimiter, KeyedLimiter, Limit, Op, Outcome, TooManyKeys};
 
 fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")

@@ -2,8 +2,8 @@
 //! One row per case: tables that parse, the cost of each status under them, the buttons they
 //! offer, and every kind of bad table with its whole message.
 
-use trickle::costs::CostTableError;
-use trickle::{esi, CostTable};
+use trickle_core::costs::CostTableError;
+use trickle_core::{esi, CostTable};
 
 /// How every message about a table's shape ends.
 macro_rules! form {

@@ -1,7 +1,7 @@
 //! ESI's conventions: what a response costs by its status, and the headers a decision maps to.
 
-use trickle::esi::{cost_for_status, headers};
-use trickle::{Decision, FixedWindow, FloatingWindow, Limit, Outcome, StatusError};
+use trickle_core::esi::{cost_for_status, headers};
+use trickle_core::{Decision, FixedWindow, FloatingWindow, Limit, Outcome, StatusError};
 
 /// status, cost.
 #[rustfmt::skip]

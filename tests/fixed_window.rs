@@ -10,8 +10,8 @@ use common::{
     assert_limiter_runs_the_same, assert_peek_changes_nothing, assert_reset_forgets_everything,
     check_table, denied, limit, Row, ALLOWED, EXCEEDS, MAX,
 };
-use trickle::state::FixedState;
-use trickle::{Algorithm, FixedWindow, Outcome};
+use trickle_core::state::FixedState;
+use trickle_core::{Algorithm, FixedWindow, Outcome};
 
 #[rustfmt::skip]
 const ROWS: &[Row] = &[

@@ -12,8 +12,8 @@ use common::{
     assert_reset_forgets_everything, check_probe, denied, limit, replay, Expected, ALLOWED,
     EXCEEDS, MAX,
 };
-use trickle::state::FloatingState;
-use trickle::{Algorithm, FloatingWindow, Outcome};
+use trickle_core::state::FloatingState;
+use trickle_core::{Algorithm, FloatingWindow, Outcome};
 
 /// name, limit, requests before, probe (t, cost), outcome, used after, remaining,
 /// (previous, current, elapsed_ms) after.

@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
-use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
-use trickle::{FloatingWindow, GroupedLimiter, KeyedLimiter, Limit, Outcome};
+use trickle_core::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle_core::{FloatingWindow, GroupedLimiter, KeyedLimiter, Limit, Outcome};
 
 fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")

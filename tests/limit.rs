@@ -1,6 +1,6 @@
 //! Limits as ESI writes them (`150/15m`), their errors, and the algorithms' names.
 
-use trickle::{Algorithm, AlgorithmError, Limit, LimitError, Limiter};
+use trickle_core::{Algorithm, AlgorithmError, Limit, LimitError, Limiter};
 
 const MAX: u64 = u64::MAX;
 

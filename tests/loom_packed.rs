@@ -17,7 +17,7 @@ use std::num::NonZeroUsize;
 
 use loom::sync::Arc;
 use loom::thread;
-use trickle::{Admission, ConcurrentKeyedLimiter, Decision, KeyedLimiter, Limit, Reservation};
+use trickle_core::{Admission, ConcurrentKeyedLimiter, Decision, KeyedLimiter, Limit, Reservation};
 
 fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")

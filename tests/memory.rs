@@ -3,8 +3,8 @@
 
 use std::mem::size_of;
 
-use trickle::state::{FixedState, FloatingState, TokenBucketState};
-use trickle::KeyedLimiter;
+use trickle_core::state::{FixedState, FloatingState, TokenBucketState};
+use trickle_core::KeyedLimiter;
 
 #[test]
 fn floating_state_is_two_wide_counters_and_a_time() {

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
-use trickle::{
+use trickle_core::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle_core::{
     Algorithm, Bucket, Decision, FloatingWindow, KeyedLimiter, Limit, Limiter, Outcome, SlidingLog,
 };
 

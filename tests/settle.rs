@@ -13,8 +13,8 @@ use std::thread;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use trickle::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
-use trickle::{
+use trickle_core::state::{FixedState, FloatingState, SlidingLogState, State, TokenBucketState};
+use trickle_core::{
     Admission, Algorithm, Bucket, ConcurrentKeyedLimiter, Decision, KeyedLimiter, Limit, Limiter,
     Outcome, Reservation,
 };
@@ -408,7 +408,7 @@ fn bucket_matches_model(trace: &Trace, algorithm: Algorithm) -> Result<(), TestC
 /// Runs the trace on key 7 of `store` and on a bucket, and compares every decision.
 fn store_matches_bucket<
     S: State + Default,
-    St: trickle::Store<u64, Error = std::convert::Infallible>,
+    St: trickle_core::Store<u64, Error = std::convert::Infallible>,
 >(
     trace: &Trace,
     store: St,
@@ -422,9 +422,9 @@ fn store_matches_bucket<
         |reservation, now, cost| ok(store.borrow_mut().settle(&7, reservation, now, cost)),
         |now, request| {
             let op = match request {
-                Request::Hit(_) => trickle::Op::Hit,
-                Request::Record(_) => trickle::Op::Record,
-                _ => trickle::Op::Peek,
+                Request::Hit(_) => trickle_core::Op::Hit,
+                Request::Record(_) => trickle_core::Op::Record,
+                _ => trickle_core::Op::Peek,
             };
             let cost = match request {
                 Request::Hit(cost) | Request::Peek(cost) | Request::Record(cost) => cost,

@@ -10,8 +10,8 @@ use common::{
     assert_limiter_runs_the_same, assert_reset_forgets_everything, check_table, denied, limit, Row,
     ALLOWED, EXCEEDS, MAX,
 };
-use trickle::state::SlidingLogState;
-use trickle::{Algorithm, Outcome, SlidingLog};
+use trickle_core::state::SlidingLogState;
+use trickle_core::{Algorithm, Outcome, SlidingLog};
 
 const SIX_IN_600_MS: &[Op] = &[
     H(0, 1),

@@ -3,8 +3,8 @@
 //! clock that never went back would let in, retry times stay exact, and after a leap the
 //! answers (and the numbers a display shows) are those of a fresh bucket.
 
-use trickle::state::FloatingState;
-use trickle::{Algorithm, Decision, KeyedLimiter, Limit, Limiter, Outcome};
+use trickle_core::state::FloatingState;
+use trickle_core::{Algorithm, Decision, KeyedLimiter, Limit, Limiter, Outcome};
 
 const DAY_MS: u64 = 86_400_000;
 

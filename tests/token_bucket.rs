@@ -11,8 +11,8 @@ use common::{
     assert_limiter_runs_the_same, assert_peek_changes_nothing, assert_reset_forgets_everything,
     check_table, denied, limit, Row, ALLOWED, EXCEEDS, MAX,
 };
-use trickle::state::TokenBucketState;
-use trickle::{Algorithm, Outcome, TokenBucket};
+use trickle_core::state::TokenBucketState;
+use trickle_core::{Algorithm, Outcome, TokenBucket};
 
 const THIRDS: &[Op] = &[H(0, 3), H(4, 1), H(8, 1)];
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use governor::Quota;
-use trickle::Limit;
+use trickle_core::Limit;
 
 /// The limit every benchmark uses: the widget's default, 6 tokens per 8 s.
 pub const LIMIT: &str = "6/8s";

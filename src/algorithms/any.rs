@@ -71,7 +71,7 @@ impl Algorithm {
     /// `separator`.
     ///
     /// ```
-    /// assert_eq!(trickle::Algorithm::names(" "), "floating sliding-log fixed token-bucket");
+    /// assert_eq!(trickle_core::Algorithm::names(" "), "floating sliding-log fixed token-bucket");
     /// ```
     pub fn names(separator: &str) -> String {
         let mut names = String::new();

@@ -30,7 +30,7 @@
 //! what it reserved: nobody dodges the charge by disconnecting.
 //!
 //! ```
-//! use trickle::{Admission, FloatingWindow};
+//! use trickle_core::{Admission, FloatingWindow};
 //!
 //! let mut bucket = FloatingWindow::new("10/1m".parse().unwrap());
 //! let Admission::Admitted { reservation, .. } = bucket.reserve(0, 1) else {

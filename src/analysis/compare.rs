@@ -45,8 +45,8 @@ use crate::values::tokens::write_decimal;
 /// same: having spent only what the log allowed (900 and 950), the floating window lets it in:
 ///
 /// ```
-/// use trickle::compare::{Comparison, Disagreement};
-/// use trickle::Algorithm;
+/// use trickle_core::compare::{Comparison, Disagreement};
+/// use trickle_core::Algorithm;
 ///
 /// let limit = "2/1s".parse().unwrap();
 /// let mut comparison = Comparison::new(limit, Algorithm::Floating, Algorithm::SlidingLog);

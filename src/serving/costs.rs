@@ -16,7 +16,7 @@ use crate::values::text::{error_from_message, parse_digits, split_once, Text};
 /// its class.
 ///
 /// ```
-/// use trickle::CostTable;
+/// use trickle_core::CostTable;
 ///
 /// let table: CostTable = "200:2 304:1 4xx:5 429:0 5xx:0".parse().unwrap();
 /// assert_eq!(table.cost(200), Ok(2));

@@ -26,7 +26,7 @@ use crate::values::text::{error_from_message, Text};
 /// [`CostTable::esi`], the preset `esi` of the cost tables a docs page may write.
 ///
 /// ```
-/// use trickle::esi::cost_for_status;
+/// use trickle_core::esi::cost_for_status;
 ///
 /// assert_eq!(cost_for_status(200), Ok(2));
 /// assert_eq!(cost_for_status(304), Ok(1));
@@ -51,7 +51,7 @@ pub fn cost_for_status(status: u16) -> Result<u64, StatusError> {
 ///   `Retry-After`, since no wait would help.
 ///
 /// ```
-/// use trickle::{esi, FloatingWindow};
+/// use trickle_core::{esi, FloatingWindow};
 ///
 /// let mut bucket = FloatingWindow::new("150/15m".parse().unwrap());
 /// let decision = bucket.hit(0, 2);

@@ -20,8 +20,8 @@
 //! refills), so handlers that outlast that no longer hold their tokens.
 //!
 //! ```
-//! use trickle::flow::{Answer, Pricing};
-//! use trickle::{Admission, KeyedLimiter};
+//! use trickle_core::flow::{Answer, Pricing};
+//! use trickle_core::{Admission, KeyedLimiter};
 //!
 //! let esi = Pricing::esi();
 //! let mut limiter: KeyedLimiter<&str> = KeyedLimiter::new("10/1m".parse().unwrap());

@@ -17,7 +17,7 @@ use crate::values::limit::Limit;
 /// [`TokenBucket`], or through [`crate::Limiter`] when the algorithm is chosen at run time.
 ///
 /// ```
-/// use trickle::{FloatingWindow, Outcome};
+/// use trickle_core::{FloatingWindow, Outcome};
 ///
 /// let mut bucket = FloatingWindow::new("2/1s".parse().unwrap());
 /// assert!(bucket.hit(0, 1).is_allowed());
@@ -29,10 +29,10 @@ use crate::values::limit::Limit;
 /// assert_eq!(denied.outcome, Outcome::Denied { retry_after_ms: 1_480 });
 ///
 /// // In generic code the state type is inferred.
-/// fn fresh<S: trickle::state::State + Default>(limit: trickle::Limit) -> trickle::Bucket<S> {
-///     trickle::Bucket::new(limit)
+/// fn fresh<S: trickle_core::state::State + Default>(limit: trickle_core::Limit) -> trickle_core::Bucket<S> {
+///     trickle_core::Bucket::new(limit)
 /// }
-/// let sliding: trickle::SlidingLog = fresh(bucket.limit());
+/// let sliding: trickle_core::SlidingLog = fresh(bucket.limit());
 /// assert!(sliding.peek(0, 2).is_allowed());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +134,7 @@ impl<S: State> Bucket<S> {
 /// A bucket whose algorithm is chosen at run time, as the CLI and the widget choose it.
 ///
 /// ```
-/// use trickle::{Algorithm, Limiter};
+/// use trickle_core::{Algorithm, Limiter};
 ///
 /// let mut limiter = Limiter::with_algorithm(Algorithm::SlidingLog, "6/8s".parse().unwrap());
 /// for t in 0..6 {

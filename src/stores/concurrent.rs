@@ -64,7 +64,7 @@ use core::convert::Infallible;
 /// ```
 /// use std::sync::Arc;
 /// use std::thread;
-/// use trickle::ConcurrentKeyedLimiter;
+/// use trickle_core::ConcurrentKeyedLimiter;
 ///
 /// let limiter: Arc<ConcurrentKeyedLimiter<(u32, u64)>> =
 ///     Arc::new(ConcurrentKeyedLimiter::new("150/15m".parse().unwrap()));
@@ -213,8 +213,8 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedLimiter<K, S> {
     /// [`AnyState`](crate::state::AnyState) is told its algorithm, chosen at run time.
     ///
     /// ```
-    /// use trickle::state::AnyState;
-    /// use trickle::{Algorithm, ConcurrentKeyedLimiter};
+    /// use trickle_core::state::AnyState;
+    /// use trickle_core::{Algorithm, ConcurrentKeyedLimiter};
     ///
     /// let limit = "6/8s".parse().unwrap();
     /// let floating = ConcurrentKeyedLimiter::<&str, _>::with_state(limit, AnyState::new(Algorithm::Floating));

@@ -23,7 +23,7 @@ use core::convert::Infallible;
 /// One bucket per key, all under the same limit.
 ///
 /// ```
-/// use trickle::KeyedLimiter;
+/// use trickle_core::KeyedLimiter;
 ///
 /// let mut limiter: KeyedLimiter<(u32, u64)> = KeyedLimiter::new("150/15m".parse().unwrap());
 /// let (application, character) = (7, 90_000_001);
@@ -190,7 +190,7 @@ pub(crate) fn from_callers_clock(mut decision: Decision, shift_ms: u64) -> Decis
 /// Keyed limiters by group, each group with its own limit, as ESI limits route groups.
 ///
 /// ```
-/// use trickle::GroupedLimiter;
+/// use trickle_core::GroupedLimiter;
 ///
 /// let mut esi: GroupedLimiter<&str, (u32, u64)> = GroupedLimiter::new();
 /// esi.add_group("fitting", "150/15m".parse().unwrap());

@@ -21,7 +21,7 @@
 //! more, where a script decides in one.
 //!
 //! ```
-//! use trickle::{ConcurrentKeyedLimiter, KeyedLimiter, Op, Store};
+//! use trickle_core::{ConcurrentKeyedLimiter, KeyedLimiter, Op, Store};
 //!
 //! /// Replays `(time, cost)` requests for one key and counts the ones let in.
 //! fn admitted<S: Store<&'static str>>(store: &mut S, requests: &[(u64, u64)]) -> Result<usize, S::Error> {

@@ -13,7 +13,7 @@ use crate::values::text::{error_from_message, parse_digits, split_once, Text};
 /// N tokens per window of W milliseconds.
 ///
 /// ```
-/// use trickle::Limit;
+/// use trickle_core::Limit;
 ///
 /// let limit: Limit = "150/15m".parse().unwrap();
 /// assert_eq!(limit.tokens(), 150);

@@ -10,7 +10,7 @@ use core::num::NonZeroU64;
 /// `numerator / denominator` tokens, where the denominator is the window length in ms.
 ///
 /// ```
-/// use trickle::{FloatingWindow, Limit};
+/// use trickle_core::{FloatingWindow, Limit};
 ///
 /// let limit: Limit = "6/8s".parse().unwrap();
 /// let mut bucket = FloatingWindow::new(limit);

@@ -7,8 +7,8 @@
 
 use std::fmt::Debug;
 
-use trickle::state::State;
-use trickle::{Algorithm, Bucket, Decision, Limit, Limiter, Outcome};
+use trickle_core::state::State;
+use trickle_core::{Algorithm, Bucket, Decision, Limit, Limiter, Outcome};
 
 pub const MAX: u64 = u64::MAX;
 pub const ALLOWED: Outcome = Outcome::Allowed;

@@ -3,7 +3,7 @@
 //! trickle-tower's rate limits, for a docs page to call.
 //!
 //! The limiter itself is the library; replay only reads arguments and CSV, feeds each
-//! request to [`trickle::Limiter::hit`] and writes one CSV row per decision, and serve only
+//! request to [`trickle_core::Limiter::hit`] and writes one CSV row per decision, and serve only
 //! reads a config file and puts trickle-tower's layer in front of a handler. Failures end
 //! with a message on stderr and an exit code: 2 for a wrong command line, 1 for input (a
 //! log, a config file) that cannot be read or is malformed, or a server that cannot start.

@@ -855,7 +855,7 @@ fn the_help_lists_the_cores_algorithms() {
     let help = squeeze(&raw);
     assert!(help
         .contains("--algorithm NAME floating (the default), sliding-log, fixed or token-bucket."));
-    for algorithm in trickle::Algorithm::ALL {
+    for algorithm in trickle_core::Algorithm::ALL {
         let entry = format!("{} {}", algorithm.name(), algorithm.summary());
         assert!(help.contains(&squeeze(&entry)), "help lacks {entry:?}");
     }

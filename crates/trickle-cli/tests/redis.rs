@@ -13,7 +13,7 @@ use binary::trickle;
 use common::RedisServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 
 fn url(server: &RedisServer) -> String {
     format!("redis+unix://{}", server.socket().display())

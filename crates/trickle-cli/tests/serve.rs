@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use binary::{client, counts, trickle_within, ConfigFile, Counts, Http, Server};
-use trickle::FloatingWindow;
+use trickle_core::FloatingWindow;
 
 /// Three groups: ESI's fitting limit, and two with windows long enough that no test's
 /// requests can straddle a window's end and see earlier tokens fade.

@@ -17,8 +17,8 @@ use binary::{
 };
 use common::RedisServer;
 use redis::Commands;
-use trickle::flow::{Answer, Pricing};
-use trickle::{Admission, Algorithm, FloatingWindow};
+use trickle_core::flow::{Answer, Pricing};
+use trickle_core::{Admission, Algorithm, FloatingWindow};
 use trickle_redis::RedisLimiter;
 
 /// One group with a window long enough that no test's requests straddle its end.

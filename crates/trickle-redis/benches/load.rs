@@ -40,7 +40,7 @@ use std::time::Instant;
 use common::RedisServer;
 use figures::{median_figures, target_dir, Figures};
 use redis::Connection;
-use trickle::Limit;
+use trickle_core::Limit;
 
 const CONNECTIONS: usize = 8;
 const HOUR_MS: u64 = 3_600_000;
@@ -53,8 +53,9 @@ type Request<'a> = &'a (dyn Fn(&mut Connection, &str) -> Result<bool, String> + 
 /// The limiter under test, and the one place that names its type: a request of cost 1 at
 /// the frozen clock.
 fn floating_window(limit: Limit) -> impl Fn(&mut Connection, &str) -> Result<bool, String> + Sync {
-    let limiter = trickle_redis::RedisLimiter::new(trickle::Algorithm::Floating, limit, "load")
-        .expect("within 2^52");
+    let limiter =
+        trickle_redis::RedisLimiter::new(trickle_core::Algorithm::Floating, limit, "load")
+            .expect("within 2^52");
     move |conn, key| {
         limiter
             .hit(conn, key, NOW_MS, 1)
@@ -73,19 +74,20 @@ const SETTLED: u64 = 2;
 fn reserve_then_settle(
     limit: Limit,
 ) -> impl Fn(&mut Connection, &str) -> Result<bool, String> + Sync {
-    let limiter = trickle_redis::RedisLimiter::new(trickle::Algorithm::Floating, limit, "load")
-        .expect("within 2^52");
+    let limiter =
+        trickle_redis::RedisLimiter::new(trickle_core::Algorithm::Floating, limit, "load")
+            .expect("within 2^52");
     let tickets = AtomicU64::new(0);
     move |conn, key| {
         let ticket = tickets.fetch_add(1, Ordering::Relaxed);
-        let reserve = trickle::Op::Reserve { ticket };
+        let reserve = trickle_core::Op::Reserve { ticket };
         let reserved = limiter
             .decide(conn, key, reserve, NOW_MS, RESERVE)
             .map_err(|err| err.to_string())?;
         if !reserved.is_allowed() {
             return Ok(false);
         }
-        let settle = trickle::Op::Settle {
+        let settle = trickle_core::Op::Settle {
             reserved_at_ms: reserved.at_ms,
             reserved: RESERVE,
             ticket,
@@ -112,13 +114,14 @@ fn check_settled(
             phase.allowed
         ));
     }
-    let limiter = trickle_redis::RedisLimiter::new(trickle::Algorithm::Floating, limit, "load")
-        .expect("within 2^52");
+    let limiter =
+        trickle_redis::RedisLimiter::new(trickle_core::Algorithm::Floating, limit, "load")
+            .expect("within 2^52");
     let used = limiter
         .peek(conn, key, NOW_MS, 0)
         .map_err(|err| err.to_string())?
         .used;
-    let want = trickle::Tokens::new(
+    let want = trickle_core::Tokens::new(
         u128::from(requests * SETTLED) * u128::from(limit.window_ms()),
         std::num::NonZeroU64::new(limit.window_ms()).expect("a window of 1 ms or more"),
     );
@@ -262,7 +265,7 @@ fn phase(
 
 /// How many of `total` requests of cost 1 at the frozen clock the in-process core admits.
 fn model_allowed(limit: Limit, total: u64) -> u64 {
-    let mut core = trickle::FloatingWindow::new(limit);
+    let mut core = trickle_core::FloatingWindow::new(limit);
     (0..total)
         .filter(|_| core.hit(NOW_MS, 1).is_allowed())
         .count() as u64

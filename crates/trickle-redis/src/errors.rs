@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use trickle::{Algorithm, Limit};
+use trickle_core::{Algorithm, Limit};
 
 use crate::exact::{power_of_two, MAX_TIME_MS};
 use crate::keys::{prefix_problem, MAX_PREFIX_LEN};

@@ -24,7 +24,7 @@
 
 use std::fmt::Write;
 
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 
 /// The longest key prefix, in bytes: room for a service, a version and a group name
 /// (`trickle-serve:` and a group of 64 characters is 78), and short enough that every key

@@ -5,19 +5,19 @@
 //! which loads the script again after a `SCRIPT FLUSH` or a restart answers `NOSCRIPT`). The
 //! script reads the bucket, decides with the core's exact rule, and spends only when the
 //! request is allowed. [`RedisLimiter`] picks the algorithm at run time, as the core's
-//! [`trickle::Limiter`]; [`RedisStore`] is the core's [`trickle::Store`] over Redis.
+//! [`trickle_core::Limiter`]; [`RedisStore`] is the core's [`trickle_core::Store`] over Redis.
 //!
 //! Redis runs all four of the core's algorithms, each with `hit`, `peek`, `record`, and
 //! `reserve` then `settle` ([below](#reserve-and-settle)):
 //!
-//! - `floating`, [`Algorithm::Floating`](trickle::Algorithm::Floating): two counters in a
+//! - `floating`, [`Algorithm::Floating`](trickle_core::Algorithm::Floating): two counters in a
 //!   hash, kept until the end of the window after the latest spend;
-//! - `fixed`, [`Algorithm::Fixed`](trickle::Algorithm::Fixed): one counter, kept until the
+//! - `fixed`, [`Algorithm::Fixed`](trickle_core::Algorithm::Fixed): one counter, kept until the
 //!   end of its window;
-//! - `token-bucket`, [`Algorithm::TokenBucket`](trickle::Algorithm::TokenBucket): the
+//! - `token-bucket`, [`Algorithm::TokenBucket`](trickle_core::Algorithm::TokenBucket): the
 //!   tokens taken out, whole and in 1/W parts, kept until the bucket is full again.
 //!
-//! - `sliding-log`, [`Algorithm::SlidingLog`](trickle::Algorithm::SlidingLog): the total
+//! - `sliding-log`, [`Algorithm::SlidingLog`](trickle_core::Algorithm::SlidingLog): the total
 //!   and the latest time in a hash, and beside it a list of `ms:cost` entries, oldest
 //!   first, pruned as they stop counting; both kept until the newest entry stops counting.
 //!
@@ -49,10 +49,10 @@
 //!
 //! # Reserve and settle
 //!
-//! [`Op::Reserve`](trickle::Op::Reserve) and [`Op::Settle`](trickle::Op::Settle) decide as
-//! the core's reserve and settle do ([`trickle::reservation`]), field for field, in one
+//! [`Op::Reserve`](trickle_core::Op::Reserve) and [`Op::Settle`](trickle_core::Op::Settle) decide as
+//! the core's reserve and settle do ([`trickle_core::reservation`]), field for field, in one
 //! script call, one round trip, each. [`RedisStore`] gets them from the core's
-//! [`Store::reserve`](trickle::Store::reserve) and [`Store::settle`](trickle::Store::settle),
+//! [`Store::reserve`](trickle_core::Store::reserve) and [`Store::settle`](trickle_core::Store::settle),
 //! which draw the reservation's ticket.
 //!
 //! - An admitted reserve spends as a hit does and, in the same script, writes the
@@ -131,7 +131,7 @@
 //! ([`RedisLimiter::redis_key`]).
 //!
 //! ```no_run
-//! use trickle::Algorithm;
+//! use trickle_core::Algorithm;
 //! use trickle_redis::RedisLimiter;
 //!
 //! let limiter = RedisLimiter::new(Algorithm::Floating, "6/8s".parse().unwrap(), "api").unwrap();

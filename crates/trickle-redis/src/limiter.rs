@@ -1,11 +1,11 @@
-//! The limiter whose algorithm is chosen at run time, as the core's [`trickle::Limiter`]:
+//! The limiter whose algorithm is chosen at run time, as the core's [`trickle_core::Limiter`]:
 //! one Lua script per algorithm, each returning the same nine integers, which this side
 //! turns into the core's own [`Decision`].
 
 use std::num::{NonZeroU32, NonZeroU64};
 
 use redis::{ConnectionLike, Script, ScriptInvocation, Value};
-use trickle::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
+use trickle_core::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
 use crate::exact::MAX_TIME_MS;
@@ -106,7 +106,7 @@ impl RedisLimiter {
     ///   never fits reaches the script as cost N + 1.
     ///
     /// ```
-    /// use trickle::Algorithm;
+    /// use trickle_core::Algorithm;
     /// use trickle_redis::RedisLimiter;
     ///
     /// assert_eq!(RedisLimiter::max_scaled(Algorithm::Floating), 1 << 52);
@@ -164,7 +164,7 @@ impl RedisLimiter {
     /// to the key. A key with none of them is written as it is.
     ///
     /// ```
-    /// use trickle::Algorithm;
+    /// use trickle_core::Algorithm;
     /// use trickle_redis::RedisLimiter;
     ///
     /// let api = RedisLimiter::new(Algorithm::Floating, "6/8s".parse().unwrap(), "api").unwrap();
@@ -245,7 +245,7 @@ impl RedisLimiter {
     }
 
     /// Runs the algorithm's script for `op` and reads its answer into the core's `Decision`:
-    /// the core's `decide` on the same requests ([`trickle::Bucket::decide`]), in one round
+    /// the core's `decide` on the same requests ([`trickle_core::Bucket::decide`]), in one round
     /// trip for every op.
     ///
     /// - [`Op::Reserve`] is a hit that, when admitted, also writes the reservation's pending
@@ -257,8 +257,8 @@ impl RedisLimiter {
     ///   [`settle_attempts`](RedisLimiter::settle_attempts) times in all; then the error is
     ///   [`RedisError::SettleUnknown`].
     ///
-    /// The core's [`Store::reserve`](trickle::Store::reserve) and
-    /// [`Store::settle`](trickle::Store::settle) (on a [`RedisStore`](crate::RedisStore))
+    /// The core's [`Store::reserve`](trickle_core::Store::reserve) and
+    /// [`Store::settle`](trickle_core::Store::settle) (on a [`RedisStore`](crate::RedisStore))
     /// draw the ticket and send both.
     pub fn decide(
         &self,

@@ -4,7 +4,7 @@
 use std::fmt::{self, Write};
 
 use redis::ConnectionLike;
-use trickle::{Decision, Limit, Op, Store};
+use trickle_core::{Decision, Limit, Op, Store};
 
 use crate::errors::RedisError;
 use crate::limiter::RedisLimiter;
@@ -13,7 +13,7 @@ use crate::limiter::RedisLimiter;
 /// anything that can be written as text.
 ///
 /// ```no_run
-/// use trickle::{Algorithm, Op, Store};
+/// use trickle_core::{Algorithm, Op, Store};
 /// use trickle_redis::{RedisLimiter, RedisStore};
 ///
 /// let limiter = RedisLimiter::new(Algorithm::Floating, "150/15m".parse().unwrap(), "esi").unwrap();
@@ -28,8 +28,8 @@ use crate::limiter::RedisLimiter;
 /// documentation, [Reserve and settle](crate#reserve-and-settle)):
 ///
 /// ```no_run
-/// use trickle::flow::{Answer, Pricing};
-/// use trickle::{Admission, Algorithm};
+/// use trickle_core::flow::{Answer, Pricing};
+/// use trickle_core::{Admission, Algorithm};
 /// use trickle_redis::{RedisLimiter, RedisStore};
 ///
 /// let limiter = RedisLimiter::new(Algorithm::Floating, "150/15m".parse().unwrap(), "esi").unwrap();

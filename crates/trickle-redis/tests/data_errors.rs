@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{limit, RedisServer};
 use failure_rule::OnFailure;
 use redis::Commands;
-use trickle::{Algorithm, Op};
+use trickle_core::{Algorithm, Op};
 use trickle_redis::{RedisError, RedisLimiter};
 
 fn limiter(algorithm: Algorithm) -> RedisLimiter {

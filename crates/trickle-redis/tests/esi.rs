@@ -7,8 +7,8 @@
 mod common;
 
 use common::RedisServer;
-use trickle::esi::{cost_for_status, headers};
-use trickle::{Algorithm, CostTable, Decision, Limit, Limiter, Op};
+use trickle_core::esi::{cost_for_status, headers};
+use trickle_core::{Algorithm, CostTable, Decision, Limit, Limiter, Op};
 use trickle_redis::RedisLimiter;
 
 /// A mix of every class, 429s answered by the application itself, and the same status

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::RedisServer;
 use failure_rule::{Admission, OnFailure};
-use trickle::{Algorithm, Limit, Outcome};
+use trickle_core::{Algorithm, Limit, Outcome};
 use trickle_redis::{RedisError, RedisLimiter};
 
 fn bucket() -> RedisLimiter {
@@ -21,7 +21,7 @@ fn bucket() -> RedisLimiter {
     .unwrap()
 }
 
-fn is_redis_error(result: &Result<trickle::Decision, RedisError>) -> bool {
+fn is_redis_error(result: &Result<trickle_core::Decision, RedisError>) -> bool {
     matches!(result, Err(RedisError::Redis(_)))
 }
 
@@ -159,7 +159,7 @@ fn the_failure_policy_answers_for_a_server_that_is_down_or_paused() {
 /// and is refused under either rule, with the error kept.
 #[test]
 fn the_failure_policy_lets_through_only_an_outage() {
-    let timed_out: Result<trickle::Decision, RedisError> = Err(RedisError::Redis(
+    let timed_out: Result<trickle_core::Decision, RedisError> = Err(RedisError::Redis(
         std::io::Error::from(std::io::ErrorKind::TimedOut).into(),
     ));
     assert!(OnFailure::Open.admit(timed_out).is_allowed());

@@ -9,7 +9,7 @@ use common::Op::{H, R};
 use common::{
     assert_denial_leaves_no_key, assert_expires_near, check_rows, limit, stored, RedisServer, Row,
 };
-use trickle::{Algorithm, Limit, Limiter, Outcome};
+use trickle_core::{Algorithm, Limit, Limiter, Outcome};
 use trickle_redis::{RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
 const ALLOWED: Outcome = Outcome::Allowed;

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{assert_denial_leaves_no_key, assert_expires_near, limit, slot, stored, RedisServer};
-use trickle::{Algorithm, FloatingWindow, Limit, Outcome};
+use trickle_core::{Algorithm, FloatingWindow, Limit, Outcome};
 use trickle_redis::{RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS};
 
 const ALLOWED: Outcome = Outcome::Allowed;

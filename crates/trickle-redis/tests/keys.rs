@@ -7,7 +7,7 @@ mod common;
 use common::{limit, slot, RedisServer};
 use proptest::prelude::*;
 use redis::Connection;
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 use trickle_redis::{RedisLimitError, RedisLimiter, MAX_PREFIX_LEN};
 
 fn limiters(prefix: &str) -> Vec<RedisLimiter> {

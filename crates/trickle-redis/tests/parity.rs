@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
 use traces::{cost, limit, next_ms, record_cost, start_ms, step, Step};
-use trickle::{Algorithm, Limit, Limiter};
+use trickle_core::{Algorithm, Limit, Limiter};
 use trickle_redis::{RedisError, RedisLimiter};
 
 /// Cases per algorithm, each up to 40 requests; the three tests run side by side.

@@ -6,7 +6,7 @@ mod common;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::RedisServer;
-use trickle::{Algorithm, Limit, Limiter};
+use trickle_core::{Algorithm, Limit, Limiter};
 use trickle_redis::{Clock, RedisLimiter};
 
 fn system_ms() -> u64 {

@@ -23,8 +23,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
 use traces::{check_log_layout, cost, limit, next_ms, record_cost, start_ms, step, Step};
-use trickle::state::AnyState;
-use trickle::{Algorithm, Limit, Limiter, Op};
+use trickle_core::state::AnyState;
+use trickle_core::{Algorithm, Limit, Limiter, Op};
 use trickle_redis::{RedisError, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
 
 /// Cases per algorithm, each up to 40 steps; the four tests run side by side.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{limit, script_runs, LosingProxy, RedisServer};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use trickle::{Algorithm, Limiter, Op};
+use trickle_core::{Algorithm, Limiter, Op};
 use trickle_redis::RedisLimiter;
 
 const ALGORITHMS: [Algorithm; 4] = [

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{assert_expires_near, limit, script_runs, slot, LosingProxy, RedisServer};
 use redis::Commands;
-use trickle::{Admission, Algorithm, Decision, Limit, Limiter, Op, Reservation, Store};
+use trickle_core::{Admission, Algorithm, Decision, Limit, Limiter, Op, Reservation, Store};
 use trickle_redis::{Clock, RedisError, RedisLimiter, RedisStore, EXPIRY_GRACE_MS, MAX_TIME_MS};
 
 const ALGORITHMS: [Algorithm; 4] = [

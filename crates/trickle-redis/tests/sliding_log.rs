@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
 use traces::{check_log_layout, cost, next_ms, start_ms, step, Step};
-use trickle::{Algorithm, Limit, Op, Outcome, SlidingLog};
+use trickle_core::{Algorithm, Limit, Op, Outcome, SlidingLog};
 use trickle_redis::{
     Clock, RedisError, RedisLimitError, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS,
 };

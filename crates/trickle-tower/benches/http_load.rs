@@ -39,7 +39,7 @@ use figures::{median_figures, target_dir, Figures};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 use trickle_redis::RedisLimiter;
 use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 

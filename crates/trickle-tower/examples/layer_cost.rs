@@ -14,7 +14,7 @@ use axum::routing::get;
 use axum::Router;
 use http::Request;
 use tower_service::Service;
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 
 const REQUESTS: usize = 200_000;

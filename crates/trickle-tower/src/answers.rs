@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
-use trickle::{Decision, Limit};
+use trickle_core::{Decision, Limit};
 
 /// `X-Ratelimit-Group`: the route group whose bucket the request was charged to.
 pub const X_RATELIMIT_GROUP: HeaderName = HeaderName::from_static("x-ratelimit-group");
@@ -125,7 +125,7 @@ pub(crate) fn unavailable<B>(limit: Limit, group: &str) -> Response<Body<B>> {
     response
 }
 
-/// The headers of [`trickle::esi::headers`] for `decision` (only the limit without one, when
+/// The headers of [`trickle_core::esi::headers`] for `decision` (only the limit without one, when
 /// the store could not decide), and the group. Written here from the decision's own
 /// figures rather than from that function's strings, to spare every response a few
 /// allocations; the tests hold the two equal.

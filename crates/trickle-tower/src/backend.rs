@@ -6,15 +6,15 @@ use std::fmt;
 use std::future::{ready, Future};
 use std::num::NonZeroUsize;
 
-use trickle::state::AnyState;
-use trickle::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, TooManyKeys};
+use trickle_core::state::AnyState;
+use trickle_core::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, TooManyKeys};
 
 use crate::failure::Failure;
 
 /// A store of buckets, one per (group, key), each group with its own limit: where the layer
 /// reserves before the handler ([`Op::Reserve`]) and settles after it ([`Op::Settle`]).
 ///
-/// The async twin of the core's [`trickle::Store`], shared by every request in flight.
+/// The async twin of the core's [`trickle_core::Store`], shared by every request in flight.
 pub trait Backend: Send + Sync + 'static {
     /// Why a decision could not be made (Redis unreachable, …); the layer then follows its
     /// [`OnFailure`](crate::OnFailure) rule.
@@ -62,7 +62,7 @@ impl std::error::Error for UnknownGroup {}
 /// group exists.
 ///
 /// ```
-/// use trickle::Algorithm;
+/// use trickle_core::Algorithm;
 /// use trickle_tower::InProcess;
 ///
 /// let backend = InProcess::new()

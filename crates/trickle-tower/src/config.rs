@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use trickle::flow::Pricing;
+use trickle_core::flow::Pricing;
 
 use crate::failure::OnFailure;
 use crate::free_runs::FreeRuns;

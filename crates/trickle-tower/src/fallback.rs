@@ -10,7 +10,7 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use trickle::{Decision, Limit, Op};
+use trickle_core::{Decision, Limit, Op};
 
 use crate::backend::{Backend, InProcess, InProcessError};
 use crate::breaker::{Breaker, BreakerState, Route, Transition};
@@ -44,7 +44,7 @@ use crate::pending::Pending;
 /// while the store is away. `Redis::fallback(share)` builds one so.
 ///
 /// ```
-/// use trickle::Algorithm;
+/// use trickle_core::Algorithm;
 /// use trickle_tower::{Fallback, InProcess, Share};
 ///
 /// let limit = "6/8s".parse().unwrap();

@@ -1,4 +1,4 @@
-//! The flow each limited request goes through: the core's [`trickle::flow`] (reserve,
+//! The flow each limited request goes through: the core's [`trickle_core::flow`] (reserve,
 //! answer, settle) over an async [`Backend`], with the budget of free runs, shadow mode and
 //! the failure rules around it.
 
@@ -8,8 +8,8 @@ use std::sync::Arc;
 use http::{Request, Response, StatusCode};
 use http_body_util::Either;
 use tower_service::Service;
-use trickle::flow::Answer;
-use trickle::{Admission, Decision, Limit, Op, Reservation};
+use trickle_core::flow::Answer;
+use trickle_core::{Admission, Decision, Limit, Op, Reservation};
 
 use crate::answers::{
     free_runs_spent, json_error, mark_would_refuse, set_headers, too_many_keys, too_many_requests,

@@ -12,8 +12,8 @@
 
 use std::num::NonZeroUsize;
 
-use trickle::state::FloatingState;
-use trickle::{Admission, ConcurrentKeyedLimiter, Decision, Limit, Op, Reservation};
+use trickle_core::state::FloatingState;
+use trickle_core::{Admission, ConcurrentKeyedLimiter, Decision, Limit, Op, Reservation};
 
 /// The budget's buckets, in this process whatever the layer's backend: behind a load
 /// balancer each server keeps its own, so a key gets up to the budget once per server.

@@ -6,8 +6,8 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use tower_layer::Layer;
-use trickle::flow::Pricing;
-use trickle::{CostTable, Limit};
+use trickle_core::flow::Pricing;
+use trickle_core::{CostTable, Limit};
 
 use crate::backend::Backend;
 use crate::clock::system_ms;
@@ -21,7 +21,7 @@ use crate::service::RateLimit;
 pub const FREE_RUN_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
 
 /// A [`Layer`] that limits each request per [`Subject`](crate::Subject) with ESI's flow, the core's
-/// [`trickle::flow`]:
+/// [`trickle_core::flow`]:
 ///
 /// 1. the subject function picks the bucket from the request (or rejects it, or lets it
 ///    through unlimited);
@@ -36,7 +36,7 @@ pub const FREE_RUN_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
 ///    is settled (the client hung up, an outer timeout) keeps its reserve;
 /// 4. every response of a limited request carries `X-Ratelimit-Limit` (`150/15m`),
 ///    `X-Ratelimit-Remaining`, `X-Ratelimit-Used` (what this request cost) and
-///    `X-Ratelimit-Group`: [`trickle::esi::headers`] and the group.
+///    `X-Ratelimit-Group`: [`trickle_core::esi::headers`] and the group.
 ///
 /// The reserve is spent before the handler runs, so requests that arrive together cannot
 /// all pass step 2: with a reserve of 1 and a limit of N, at most N of a key's are
@@ -46,7 +46,7 @@ pub const FREE_RUN_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
 ///
 /// ```
 /// use http::Request;
-/// use trickle::Algorithm;
+/// use trickle_core::Algorithm;
 /// use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 ///
 /// let backend = InProcess::new().with_group("fitting", Algorithm::Floating, "6/8s".parse().unwrap());

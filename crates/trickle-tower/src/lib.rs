@@ -6,7 +6,7 @@
 //!   routers, hyper's services, tonic's. A function you give picks each request's
 //!   [`Subject`] (group and key), or rejects the request ([`Rejection`]).
 //! - [`InProcess`] keeps the buckets in memory, each group a
-//!   [`ConcurrentKeyedLimiter`](trickle::ConcurrentKeyedLimiter);
+//!   [`ConcurrentKeyedLimiter`](trickle_core::ConcurrentKeyedLimiter);
 //!   `Redis` (the `redis` feature) keeps them in Redis, so that every process behind a
 //!   load balancer shares one bucket per key, with decisions identical to the core's.
 //! - [`OnFailure`] says what a request gets when Redis cannot be reached: through (open) or
@@ -22,7 +22,7 @@
 //! ```no_run
 //! use axum::{routing::get, Router};
 //! use http::Request;
-//! use trickle::Algorithm;
+//! use trickle_core::Algorithm;
 //! use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 //!
 //! # async fn run() -> std::io::Result<()> {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 
 use redis::aio::ConnectionManager;
-use trickle::{Decision, Limit, Op};
+use trickle_core::{Decision, Limit, Op};
 use trickle_redis::{RedisError, RedisLimiter};
 
 use crate::backend::{Backend, InProcess, UnknownGroup};
@@ -27,7 +27,7 @@ use crate::share::{Share, ShareError};
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use trickle::Algorithm;
+/// use trickle_core::Algorithm;
 /// use trickle_redis::{Clock, RedisLimiter};
 /// use trickle_tower::Redis;
 ///
@@ -77,7 +77,7 @@ impl Redis {
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    /// use trickle::Algorithm;
+    /// use trickle_core::Algorithm;
     /// use trickle_redis::RedisLimiter;
     /// use trickle_tower::{Redis, Share};
     ///

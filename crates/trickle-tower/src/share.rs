@@ -5,7 +5,7 @@ use std::fmt;
 use std::num::NonZeroU64;
 use std::str::FromStr;
 
-use trickle::Limit;
+use trickle_core::Limit;
 
 /// The part of a limit one server admits on its own, between 0 (excluded) and 1.
 ///

@@ -14,7 +14,7 @@ use axum::routing::get;
 use axum::Router;
 use http::Request;
 use tower_service::Service;
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 use trickle_tower::clock::Anchor;
 use trickle_tower::{InProcess, RateLimitLayer, Subject};
 

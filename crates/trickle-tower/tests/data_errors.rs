@@ -16,7 +16,7 @@ use common::RedisServer;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Commands;
 use support::{runtime, serve, Server};
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 use trickle_redis::RedisLimiter;
 use trickle_tower::{BreakerState, Fallback, OnFailure, Redis, Share};
 

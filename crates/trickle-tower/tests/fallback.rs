@@ -32,7 +32,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Semaphore;
-use trickle::{Algorithm, Op};
+use trickle_core::{Algorithm, Op};
 use trickle_redis::RedisLimiter;
 use trickle_tower::{
     Backend, BreakerState, Fallback, InProcess, RateLimitLayer, Redis, Rejection, Share, Subject,

@@ -25,7 +25,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tower_layer::Layer;
 use tower_service::Service;
-use trickle::{Algorithm, CostTable, Decision, Limit, Op};
+use trickle_core::{Algorithm, CostTable, Decision, Limit, Op};
 use trickle_tower::{
     Backend, InProcess, InProcessError, RateLimit, RateLimitLayer, Rejection, Subject, UnknownGroup,
 };

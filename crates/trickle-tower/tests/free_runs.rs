@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use support::{runtime, serve, subject, SubjectFn};
-use trickle::{Algorithm, FloatingWindow};
+use trickle_core::{Algorithm, FloatingWindow};
 use trickle_tower::{InProcess, RateLimitLayer};
 
 fn backend() -> InProcess {

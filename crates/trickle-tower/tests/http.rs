@@ -4,7 +4,7 @@
 mod support;
 
 use support::{assert_as_core, runtime, serve};
-use trickle::{Algorithm, CostTable, Limiter};
+use trickle_core::{Algorithm, CostTable, Limiter};
 use trickle_tower::InProcess;
 
 fn backend(algorithm: Algorithm, limit: &str) -> InProcess {

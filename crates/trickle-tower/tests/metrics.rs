@@ -15,7 +15,7 @@ use axum::Router;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use scrape::Scrape;
 use support::{runtime, serve, Server};
-use trickle::{Algorithm, Decision, Limit, Op};
+use trickle_core::{Algorithm, Decision, Limit, Op};
 use trickle_tower::metrics::{self, STORE_DURATION, STORE_DURATION_BUCKETS};
 use trickle_tower::{Backend, InProcess, OnFailure};
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::RedisServer;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use support::{assert_as_core, runtime, serve, Server};
-use trickle::{Algorithm, Limiter};
+use trickle_core::{Algorithm, Limiter};
 use trickle_redis::RedisLimiter;
 use trickle_tower::{OnFailure, Redis};
 

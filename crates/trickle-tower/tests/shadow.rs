@@ -7,7 +7,7 @@ mod support;
 use std::future::Future;
 
 use support::{runtime, serve, Answer};
-use trickle::{Algorithm, Decision, FloatingWindow, Limit, Op};
+use trickle_core::{Algorithm, Decision, FloatingWindow, Limit, Op};
 use trickle_tower::{Backend, InProcess, OnFailure};
 
 fn backend(algorithm: Algorithm, limit: &str) -> InProcess {

@@ -1,4 +1,4 @@
-//! The WebAssembly face of the `trickle` core, for the `<rate-limit-demo>` element.
+//! The WebAssembly face of the `trickle-core` crate, for the `<rate-limit-demo>` element.
 //!
 //! A low-level, numeric boundary: a hand-written JS wrapper (`www/src/limiter.js`) checks
 //! what a page passes and calls these exports with plain numbers. A decision is one wasm
@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `new RawLimiter(limit, algorithm)` | throws an `Error` with the core's message for a bad limit (checked first) or algorithm |
 //! | `hit(now, cost)`, `peek(now, cost)`, `record(now, cost)` | the outcome code: 0 allowed, 1 denied, 2 exceeds the limit; the decision in the buffer |
-//! | `respond(now, reserve, cost)` | the flow of a server that prices its answers (`trickle::flow`) at one moment: reserves `reserve` tokens and, if they fit, settles at `cost`; the reserve's outcome code, and the settle's decision (or the refusal, at a cost of 0) in the buffer |
+//! | `respond(now, reserve, cost)` | the flow of a server that prices its answers (`trickle_core::flow`) at one moment: reserves `reserve` tokens and, if they fit, settles at `cost`; the reserve's outcome code, and the settle's decision (or the refusal, at a cost of 0) in the buffer |
 //! | `reset()` | forgets everything spent |
 //! | `limit`, `algorithm` (getters) | `"6/8s"` as the core writes it; `"floating"` |
 //! | `tokens`, `window_ms` (getters) | N and W |
@@ -58,7 +58,7 @@ fn trap(_: &core::panic::PanicInfo<'_>) -> ! {
 
 use core::cell::UnsafeCell;
 
-use trickle::{Admission, Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
+use trickle_core::{Admission, Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
 use wasm_bindgen::prelude::*;
 
 mod allocator;
@@ -182,10 +182,10 @@ impl RawLimiter {
     pub fn new(limit: &str, algorithm: &str) -> Result<RawLimiter, JsError> {
         let limit: Limit = limit
             .parse()
-            .map_err(|e: trickle::LimitError| JsError::new(&e.message()))?;
+            .map_err(|e: trickle_core::LimitError| JsError::new(&e.message()))?;
         let algorithm: Algorithm = algorithm
             .parse()
-            .map_err(|e: trickle::AlgorithmError| JsError::new(&e.message()))?;
+            .map_err(|e: trickle_core::AlgorithmError| JsError::new(&e.message()))?;
         Ok(RawLimiter {
             inner: Limiter::with_algorithm(algorithm, limit),
         })
@@ -210,7 +210,7 @@ impl RawLimiter {
         publish(&self.inner.record(whole(now), whole(cost)), 0)
     }
 
-    // One request of a server that prices its answer (ESI's flow, `trickle::flow`), all at
+    // One request of a server that prices its answer (ESI's flow, `trickle_core::flow`), all at
     // `now`: reserves `reserve` tokens (spent at once, as `hit` spends them) and, if they fit,
     // settles the request at its final `cost`, the answer's price, which charges or refunds
     // the difference; the settle's decision goes in the buffer, with `reserved`. A refused
@@ -280,7 +280,7 @@ impl RawCostTable {
     pub fn new(text: &str) -> Result<RawCostTable, JsError> {
         text.parse()
             .map(|inner| RawCostTable { inner })
-            .map_err(|e: trickle::costs::CostTableError| JsError::new(&e.message()))
+            .map_err(|e: trickle_core::costs::CostTableError| JsError::new(&e.message()))
     }
 
     // The cost of a response with `status` (a whole number, checked by JS). Throws an

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lexopt::prelude::*;
-use trickle::{Algorithm, AlgorithmError, Limit, LimitError};
+use trickle_core::{Algorithm, AlgorithmError, Limit, LimitError};
 use trickle_tower::{OnFailure, Share, ShareError};
 
 use crate::cli::serve::config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};

@@ -1,7 +1,7 @@
 //! The text of `trickle --help`: the whole manual, both commands in one page, since they
 //! share the limits, the algorithms and the cost tables.
 
-use trickle::Algorithm;
+use trickle_core::Algorithm;
 
 /// The manual, with the algorithms filled in from the core's one list: see [`help`].
 const HELP: &str = "\
@@ -301,7 +301,7 @@ fn algorithm_summaries() -> String {
 
 #[cfg(test)]
 mod tests {
-    use trickle::costs::CostTable;
+    use trickle_core::costs::CostTable;
 
     /// The help restates ESI's table for readers of a terminal; the core's preset is what
     /// `replay` charges, so the two must say the same.

@@ -10,8 +10,8 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 
 use csv::{ReaderBuilder, StringRecord};
-use trickle::esi::cost_for_status;
-use trickle::StatusError;
+use trickle_core::esi::cost_for_status;
+use trickle_core::StatusError;
 
 use crate::cli::lines::LineCounter;
 

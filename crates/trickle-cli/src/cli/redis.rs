@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::{Client, Connection};
-use trickle::{Algorithm, Limit};
+use trickle_core::{Algorithm, Limit};
 use trickle_redis::{RedisLimitError, RedisLimiter, RedisStore};
 
 /// The prefix of every key a replay writes; each run adds a key of its own after it.

@@ -1,6 +1,6 @@
 //! `trickle replay`: every request of a log through one limiter, one CSV row per decision.
 //! With `--compare NAME`, every request also goes through a second limiter, the reference,
-//! with its own state (see [`trickle::compare::Comparison`] for what is counted); its answer is added
+//! with its own state (see [`trickle_core::compare::Comparison`] for what is counted); its answer is added
 //! to each row, and the disagreements are summed up after them twice: each limiter on its
 //! own history, then `--algorithm` judged on the reference's history.
 //!
@@ -12,8 +12,8 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 use redis::Connection;
-use trickle::compare::{Accuracy, Comparison, Verdict};
-use trickle::{Algorithm, Decision, Limit, Limiter, Op, Outcome, Store};
+use trickle_core::compare::{Accuracy, Comparison, Verdict};
+use trickle_core::{Algorithm, Decision, Limit, Limiter, Op, Outcome, Store};
 use trickle_redis::{RedisError, RedisStore};
 
 use crate::cli::args::ReplayArgs;

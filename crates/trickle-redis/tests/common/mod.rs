@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use trickle::Limit;
+use trickle_core::Limit;
 
 pub struct RedisServer {
     child: Child,
@@ -256,7 +256,7 @@ pub type Row = (
     &'static str,
     &'static [Op],
     (u64, u64),
-    trickle::Outcome,
+    trickle_core::Outcome,
     &'static str,
     u64,
 );
@@ -264,16 +264,16 @@ pub type Row = (
 /// Runs every row on a fresh key through Redis and through the core: the requests before
 /// must agree with the core, and the probe must give the row's numbers and the core's
 /// decision. Collects every failing row before failing.
-pub fn check_rows(algorithm: trickle::Algorithm, rows: &[Row]) {
+pub fn check_rows(algorithm: trickle_core::Algorithm, rows: &[Row]) {
     let server = RedisServer::start();
     let mut conn = server.connect();
     let mut failures = Vec::new();
     for (row, &(name, text, before, (t, cost), outcome, used, remaining)) in rows.iter().enumerate()
     {
-        let limit: trickle::Limit = text.parse().expect("a valid limit");
+        let limit: trickle_core::Limit = text.parse().expect("a valid limit");
         let redis = trickle_redis::RedisLimiter::new(algorithm, limit, "table")
             .unwrap_or_else(|err| panic!("{name}: {err}"));
-        let mut core = trickle::Limiter::with_algorithm(algorithm, limit);
+        let mut core = trickle_core::Limiter::with_algorithm(algorithm, limit);
         let key = format!("row-{row}");
         for &op in before {
             let (got, want) = match op {
@@ -364,7 +364,7 @@ pub fn stored_log(
 /// Whether a core decision that charged after the fact (a record, a settle) left the
 /// bucket past 2^53 scaled by W, where Redis refuses it: the floating window's counters
 /// together, the others' usage.
-pub fn past_exact_range(charged: &trickle::Decision) -> bool {
+pub fn past_exact_range(charged: &trickle_core::Decision) -> bool {
     let window = u128::from(charged.limit.window_ms());
     let scaled = match charged.counters {
         Some(counters) => (counters.previous + counters.current) * window,

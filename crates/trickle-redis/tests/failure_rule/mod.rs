@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use trickle::Decision;
+use trickle_core::Decision;
 use trickle_redis::RedisError;
 
 /// Whether a request Redis could not decide goes through: only under `Open`, and only

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use trickle::{Algorithm, Limit};
+use trickle_core::{Algorithm, Limit};
 use trickle_redis::{RedisLimiter, MAX_TIME_MS};
 
 use crate::common::LogStored;

@@ -11,8 +11,8 @@ use axum::extract::{Path, State};
 use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use trickle::flow::{self, Pricing};
-use trickle::{esi, Admission, Limiter};
+use trickle_core::flow::{self, Pricing};
+use trickle_core::{esi, Admission, Limiter};
 use trickle_tower::{Backend, RateLimitLayer, Rejection, Subject};
 
 /// The server; dropping it shuts the runtime down, and the server with it.

@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
-use trickle::costs::CostTableError;
-use trickle::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
+use trickle_core::costs::CostTableError;
+use trickle_core::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
 
 use crate::cli::serve::connections::duration_text;
 

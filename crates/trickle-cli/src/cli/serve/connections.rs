@@ -101,7 +101,7 @@ pub fn parse_duration(text: &str, max: Duration) -> Option<Duration> {
     }
     // One grammar for every length of time serve reads: the core's, for a window.
     let window_ms = format!("1/{text}")
-        .parse::<trickle::Limit>()
+        .parse::<trickle_core::Limit>()
         .ok()?
         .window_ms();
     let duration = Duration::from_millis(window_ms);
