@@ -1,4 +1,4 @@
-//! A [tower] middleware that enforces [trickle]'s rate limits the way EVE Online's ESI
+//! A [tower] middleware that enforces [trickle-core](trickle_core)'s rate limits the way EVE Online's ESI
 //! does: a bucket per (route group × application × user), checked before the handler,
 //! charged by the response's status after it, and reported in `X-Ratelimit-*` headers.
 //!
