@@ -66,11 +66,16 @@ npm_install() {
 npm_install www
 # The recipes' docs sites (tests/recipes/) are installed here, once per lockfile, so that the
 # recipe tests link them instead of running `npm ci` on every run.
+# The three sites install side by side, and beside the Debian packages and the venv below
+# (npm's cache takes parallel installs): on a fresh clone they are most of setup's time, and
+# each keeps about one core busy. They are waited for after the venv.
+recipe_jobs=()
 if [ "${1:-}" = test ]; then
     npm_install tests/e2e
-    npm_install tests/recipes/vitepress
-    npm_install tests/recipes/docusaurus
-    npm_install tests/recipes/starlight
+    for site in vitepress docusaurus starlight; do
+        npm_install "tests/recipes/$site" &
+        recipe_jobs+=("$!")
+    done
 fi
 
 # Debian's packages the tests need: Chromium and its driver for the browser suites;
@@ -120,6 +125,9 @@ venv_install() {
 if [ "${1:-}" = test ]; then
     venv_install tests/recipes/.venv tests/recipes/requirements.txt
 fi
+for job in "${recipe_jobs[@]}"; do
+    wait "$job" || { say "installing a recipe site's npm packages failed (its output is above)"; exit 1; }
+done
 
 # Mozilla publishes geckodriver, Firefox's WebDriver server, on crates.io; Debian has none.
 if [ "${1:-}" = test ] &&
