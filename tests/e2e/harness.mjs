@@ -104,16 +104,19 @@ export async function open(session, options = {}) {
   return { page, problems, close: () => context.close() };
 }
 
-/** A minimal page around `body`, loading the element from `script`. */
+/**
+ * A minimal page around `body`, loading the element from `script`; with `script` null, the
+ * body brings its own script tag (a snippet copied from the docs).
+ */
 export function pageWith(body, script = "/rate-limit-demo.js") {
+  const tag = script === null ? "" : `<script type="module" src="${script}"></script>\n`;
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <link rel="icon" href="data:,">
 <title>fixture</title>
-<script type="module" src="${script}"></script>
-</head>
+${tag}</head>
 <body>
 ${body}
 </body>

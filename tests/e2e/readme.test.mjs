@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { REPO, collectEvents, events, open, start, whenReady } from "./harness.mjs";
+import { REPO, collectEvents, events, open, pageWith, start, whenReady } from "./harness.mjs";
 
 const run = promisify(execFile);
 const README = await readFile(join(REPO, "README.md"), "utf8");
@@ -48,10 +48,7 @@ describe("a docs author following the README before the release", () => {
       cwd: project,
     });
     const [snippet] = blocks("For a docs author", "html");
-    await writeFile(
-      join(project, "index.html"),
-      `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Limits</title></head>\n<body>\n${snippet}</body>\n</html>`,
-    );
+    await writeFile(join(project, "index.html"), pageWith(snippet, null));
     session = await start({ root: project });
   });
   after(() => session?.close());
