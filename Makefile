@@ -114,16 +114,11 @@ docs: package
 # (Chromium waits on its pages); loom at the lowest priority, so the browser's timings are
 # not the ones that stretch. Each target's output is printed whole, when it ends.
 test: setup-test js-unit fmt lint unit doc wasm-node wasm-browser publish-check
-	$(MAKE) -j2 --output-sync=target loom-low e2e-debug
+	$(MAKE) -j2 --output-sync=target loom-low e2e
 
-# The end-to-end suite on the debug CLI that `unit` already built, rather than a release
-# build (over a minute with LTO) that only `make test` would use.
-.PHONY: loom-low e2e-debug
+.PHONY: loom-low
 loom-low:
 	nice -n 19 $(MAKE) loom
-e2e-debug: setup-test site docs
-	$(CARGO) build --locked -p trickle-cli
-	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
@@ -181,9 +176,12 @@ publish-check: package
 # The package, its tarball installed in a scratch project, the element and the docs page in
 # Debian's Chromium, Firefox ESR and WebKit; the docs site; the docs' client examples
 # (docs/src/clients/, the Rust one built by the test) against a local server that answers 429
-# with Retry-After; the widget's live mode against `trickle serve` (hence cli).
-e2e: setup-test site docs cli
-	npm test --prefix tests/e2e
+# with Retry-After; the widget's live mode against `trickle serve`: the debug build, which
+# `cargo test` has already made, rather than a release build (over a minute with LTO) that
+# only the tests would use.
+e2e: setup-test site docs
+	$(CARGO) build --locked -p trickle-cli
+	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
