@@ -110,15 +110,26 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-# Two cores: the loom model runs beside the end-to-end suite, which keeps about one busy
-# (Chromium waits on its pages); loom at the lowest priority, so the browser's timings are
-# not the ones that stretch. Each target's output is printed whole, when it ends.
-test: setup-test js-unit fmt lint unit doc wasm-node wasm-browser publish-check
-	$(MAKE) -j2 --output-sync=target loom-low e2e
+# Two cores. First, in order, what the rest needs built or what is quick to fail: the JS unit
+# suites, formatting, clippy, the native tests compiled (not run), the API docs, the site and
+# the docs site. Then four lanes side by side, each printed whole when it ends: the native
+# tests run (cargo lets go of the build folder while they run); the registry dry runs, the
+# declared Rust version and the API's semver check, then the WebAssembly boundary tests; the
+# loom model (its own target folder); and the end-to-end suite, which keeps about one core
+# busy (Chromium waits on its pages). Everything but the end-to-end suite and the native
+# tests runs at the lowest priority, so the browser's timings are not the ones that stretch.
+# The lanes call the `-run` targets, which build nothing: a package rebuilt while Chromium
+# reads it would be a flaky test.
+test: setup-test js-unit fmt clippy unit-build doc site docs
+	$(MAKE) -j4 --output-sync=target unit-run checks-low loom-low e2e-run
 
-.PHONY: loom-low
+.PHONY: unit-build unit-run checks-low loom-low e2e-run clippy semver msrv publish-check-run \
+	wasm-node-run wasm-browser-run
+checks-low:
+	nice -n 19 $(MAKE) --no-print-directory publish-check-run msrv semver wasm-node-run wasm-browser-run
+
 loom-low:
-	nice -n 19 $(MAKE) loom
+	nice -n 19 $(MAKE) --no-print-directory loom
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
@@ -128,9 +139,11 @@ js-unit:
 fmt:
 	$(CARGO) fmt --all -- --check
 
+lint: clippy semver
+
 # The library's users get the core alone: no dependency of the CLI's or the binding's. The
 # docs' Rust client is not a default member, so it is named.
-lint:
+clippy:
 	$(CARGO) clippy --locked --all-targets --features trickle-tower/redis -- -D warnings
 	@if $(CARGO) tree --locked -p trickle-core -e normal --prefix none | grep -vx 'trickle-core v[^ ]* ([^)]*)' | grep .; then \
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
@@ -138,9 +151,31 @@ lint:
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
 	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
+# The public API of each library crate against the last release (the v0.1.0 tag; a clone
+# without tags finds its commit in release/baseline): a change that breaks a user's code
+# fails unless the crate's version says so. cargo-semver-checks builds both versions' rustdoc
+# JSON in its own target folder.
+SEMVER_CRATES = trickle-core trickle-redis trickle-tower
+semver: setup-test
+	@baseline=$$(scripts/release-baseline.sh) && \
+	cargo semver-checks check-release --baseline-rev "$$baseline" \
+		$(foreach crate,$(SEMVER_CRATES),--package $(crate)) --all-features
+
+# The oldest Rust the crates declare (`rust-version` in Cargo.toml) builds every crate, its
+# tests and its examples; scripts/setup.sh test installs that toolchain through rustup.
+MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+msrv: setup-test
+	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis
+
 # Unit, integration, CLI, Redis (a private redis-server each test starts), the tower layer
 # through real HTTP (with its Redis backend, a feature) and doc tests, natively.
-unit: setup-test
+unit: unit-build
+	@$(MAKE) --no-print-directory unit-run
+
+unit-build: setup-test
+	$(CARGO) test --locked --features trickle-tower/redis --no-run
+
+unit-run:
 	$(CARGO) test --locked --features trickle-tower/redis
 
 # The loom model of the concurrent limiter's compare-and-swap (tests/loom_packed.rs): every
@@ -158,9 +193,15 @@ doc:
 # Chromium. The suite names no environment, so the runner picks Node unless
 # WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
+	@$(MAKE) --no-print-directory wasm-node-run
+
+wasm-node-run:
 	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web
 
 wasm-browser: setup-test
+	@$(MAKE) --no-print-directory wasm-browser-run
+
+wasm-browser-run:
 	WASM_BINDGEN_USE_BROWSER=1 $(WASM_PACK) test --headless --chrome --mode no-install $(WASM_CRATE) --locked --test web
 
 # What each registry would take, checked as it will check it: every crate's file list (its
@@ -169,6 +210,9 @@ wasm-browser: setup-test
 # --dry-run` of the widget's package.
 .PHONY: publish-check
 publish-check: package
+	@$(MAKE) --no-print-directory publish-check-run
+
+publish-check-run:
 	node scripts/packaging.mjs
 	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client
 	cd $(PACKAGE_DIR) && npm publish --dry-run --ignore-scripts
@@ -180,6 +224,9 @@ publish-check: package
 # `cargo test` has already made, rather than a release build (over a minute with LTO) that
 # only the tests would use.
 e2e: setup-test site docs
+	@$(MAKE) --no-print-directory e2e-run
+
+e2e-run:
 	$(CARGO) build --locked -p trickle-cli
 	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 

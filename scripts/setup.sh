@@ -13,7 +13,8 @@
 #                             Chromium, ChromeDriver, redis-server, python3 and its venv
 #                             module, the other engines the widget is smoke-tested in
 #                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
-#                             geckodriver from crates.io), and mdBook
+#                             geckodriver from crates.io), mdBook, cargo-semver-checks and
+#                             the Rust toolchain of the crates' rust-version
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -25,6 +26,7 @@ cd "$(dirname "$0")/.."
 WASM_PACK_VERSION=0.15.1
 MDBOOK_VERSION=0.5.4
 GECKODRIVER_VERSION=0.37.1
+SEMVER_CHECKS_VERSION=0.51.0
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -134,6 +136,22 @@ if [ "${1:-}" = test ] &&
     [ "$(geckodriver --version 2>/dev/null | head -n 1 | cut -d' ' -f1-2)" != "geckodriver $GECKODRIVER_VERSION" ]; then
     say "installing geckodriver $GECKODRIVER_VERSION (a few minutes)"
     cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked
+fi
+
+# `make semver` (part of `make lint` and `make test`) checks the libraries' public API against
+# the last release with cargo-semver-checks.
+if [ "${1:-}" = test ] &&
+    [ "$(cargo semver-checks --version 2>/dev/null)" != "cargo-semver-checks $SEMVER_CHECKS_VERSION" ]; then
+    say "installing cargo-semver-checks $SEMVER_CHECKS_VERSION (about 5 minutes)"
+    cargo install cargo-semver-checks --version "$SEMVER_CHECKS_VERSION" --locked
+fi
+
+# `make msrv` builds every crate with the oldest Rust they declare (`rust-version`), whatever
+# the default toolchain is by then.
+if [ "${1:-}" = test ]; then
+    msrv="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml).0"
+    rustup toolchain list | grep -q "^$msrv-" ||
+        rustup toolchain install "$msrv" --profile minimal --no-self-update
 fi
 
 # mdBook builds the docs site (docs/) and the book the end-to-end suite embeds the widget in
