@@ -407,7 +407,7 @@ fn sigterm_and_sigint_stop_the_server_cleanly() {
             .signal_and_wait(signal, Duration::from_secs(8))
             .unwrap_or_else(|| panic!("still running 8 s after SIG{signal}"));
         assert_eq!(status.code(), Some(0), "SIG{signal}: {}", server.stderr());
-        let stderr = server.stderr();
+        let stderr = server.log_containing(&[&format!("SIG{signal}"), "stopped"]);
         assert!(stderr.contains(&format!("SIG{signal}")), "{stderr}");
         assert!(stderr.contains("stopped"), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");

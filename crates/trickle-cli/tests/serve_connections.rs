@@ -296,7 +296,8 @@ fn a_connection_beyond_the_cap_waits_until_one_closes() {
         Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
         other => panic!("the fifth connection got {other:?} while four were open"),
     }
-    let stderr = server.stderr();
+    let stderr =
+        server.log_containing(&["4 connections are open, the most --max-connections allows"]);
     assert!(
         stderr.contains("4 connections are open, the most --max-connections allows"),
         "{stderr}"
@@ -426,7 +427,7 @@ fn sigterm_lets_the_request_in_its_handler_finish_and_nothing_else() {
         "exit took {exit:?}; the handler needed 700 ms more"
     );
     assert_eq!(status.code(), Some(0), "{}", server.stderr());
-    let stderr = server.stderr();
+    let stderr = server.log_containing(&["1 request in flight has 10s to finish"]);
     assert!(
         stderr.contains("1 request in flight has 10s to finish"),
         "{stderr}"
@@ -461,7 +462,8 @@ fn a_request_longer_than_the_drain_is_cut_off() {
         read_answer(&mut slow).is_err(),
         "the cut-off request was answered"
     );
-    let stderr = server.stderr();
+    let stderr =
+        server.log_containing(&["requests still in flight after 200ms; stopping without them"]);
     assert!(
         stderr.contains("requests still in flight after 200ms; stopping without them"),
         "{stderr}"

@@ -222,6 +222,20 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// The server's stderr once it holds every one of `needles`, or after 10 s without:
+    /// a line is logged after the response it belongs to has left, and on a busy machine
+    /// it reaches the pipe's reader later still. The caller asserts on what it gets.
+    pub fn log_containing(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.stderr();
+            if needles.iter().all(|needle| log.contains(needle)) || Instant::now() >= deadline {
+                return log;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// True while the process has not exited.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
