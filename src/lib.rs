@@ -59,6 +59,8 @@
 //! - The same code over any of those, or over buckets in Redis (`trickle_redis`): [`Store`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`compare`].
+//! - A request log replayed: its rows and their messages ([`request_log`], CSV and HAR),
+//!   and the figures of the replay ([`replay`]).
 //! - What a response costs by its status, written as text: [`CostTable`] (its errors are in
 //!   [`costs`]).
 //! - The per-key state of each algorithm, for a keyed limiter of another algorithm than the
@@ -92,7 +94,7 @@ mod stores;
 mod values;
 
 pub use algorithms::reservation;
-pub use analysis::compare;
+pub use analysis::{compare, replay, request_log};
 pub use serving::{costs, esi, flow};
 
 pub mod state {
