@@ -45,9 +45,20 @@ wasm: setup
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(PKG)/trickle_bg.wasm
 	@printf '*' > $(PKG)/.gitignore
 
+# The replay mode's own WebAssembly (`--features replay`, crates/trickle-wasm/src/replay.rs),
+# www/pkg/trickle_replay*, fetched only by a widget with `replay`: the default module carries
+# none of it. Its own target folder, so that the two feature sets do not rebuild each other.
+WASM_REPLAY_OUT = target/wasm-replay/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
+.PHONY: wasm-replay
+wasm-replay: setup
+	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release \
+		--features replay --target-dir target/wasm-replay
+	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle_replay $(WASM_REPLAY_OUT)
+	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_replay_bg.wasm -o $(PKG)/trickle_replay_bg.wasm
+
 # The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
 # then `npm pack` into target/package/rate-limit-demo-<version>.tgz, the artifact.
-package: wasm
+package: wasm wasm-replay
 	node www/build.mjs
 
 # The docs page as a site a docs author would host: www/'s page beside the files of the
@@ -87,6 +98,8 @@ size: package
 	@scripts/size.sh --json target/package/size-compare.json $(PACKAGE_DIR)/dist/compare.js
 	@echo "live mode adds:"
 	@scripts/size.sh --json target/package/size-live.json $(PACKAGE_DIR)/dist/live.js
+	@echo "replay mode adds:"
+	@scripts/size.sh --json target/package/size-replay.json $(PACKAGE_DIR)/dist/replay.js $(PACKAGE_DIR)/dist/trickle_replay_bg.wasm
 	@node scripts/size-figures.mjs
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
