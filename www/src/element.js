@@ -22,6 +22,7 @@ const OBSERVED = [
   "compare",
   "endpoint",
   "client-id",
+  "replay",
 ];
 /** The property of each attribute: a page may set one before this module has loaded. */
 const PROPERTIES = OBSERVED.map((name) =>
@@ -60,10 +61,13 @@ function message(error) {
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
  * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
+ * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched, with its own WebAssembly module, only by a widget that asks for it. Not with `compare` or `endpoint`. `replay="false"` is off. An attribute only: a page turns it on with `toggleAttribute("replay", true)`.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
  * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none.
  * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
+ *
+ * @fires {CustomEvent<RateLimitReplayDetail>} rate-limit-replay - Replay mode: a log has been played, or stopped at a row it cannot read; bubbles and crosses shadow roots. Its detail has the counts (`requests`, `allowed`, `denied`, `neverFit`), `firstRefused` (`{ request, tMs }`, or null), `longestWaitMs` (or null), the CLI's `summary` line, and the `error` message (null when the whole log was played).
  *
  * @csspart panel - The card holding the live widget.
  * @csspart error - The message shown in place of the widget when it cannot run.
@@ -98,6 +102,15 @@ function message(error) {
  * @csspart model - Live mode: a cell of the model's answer.
  * @csspart match - Live mode: whether a field agrees: `same`, `differs`, or `–` when not compared.
  * @csspart differs - Live mode: a `match` cell whose field differs.
+ * @csspart replay - Replay mode: the log's inputs, its timeline and figures.
+ * @csspart replay-file - Replay mode: the file input for a log.
+ * @csspart replay-input - Replay mode: the text area a log may be pasted into.
+ * @csspart replay-play - Replay mode: the button that plays the pasted log.
+ * @csspart replay-progress - Replay mode: how much of the log is played.
+ * @csspart replay-timeline - Replay mode: the requests allowed and refused over the log's span, the first 429 marked.
+ * @csspart replay-figures - Replay mode: the counts, the first 429 and the longest wait.
+ * @csspart replay-summary - Replay mode: the line `trickle replay` prints for the same log.
+ * @csspart replay-error - Replay mode: the message for a row the replay cannot read, with its line.
  *
  * @cssprop --rate-limit-demo-accent - Buttons, the sliding window, the gauge.
  * @cssprop --rate-limit-demo-allowed - 200 answers and allowed hits.
@@ -375,7 +388,8 @@ export class RateLimitDemo extends Base {
     }
     // Fetched alongside, so that `ready` covers compare and live mode too; #rebuild shows a
     // failure.
-    await loadMode(modeName(this)).catch(() => {});
+    const replay = this.getAttribute("replay");
+    await loadMode(modeName({ compare: this.compare, endpoint: this.endpoint, replay })).catch(() => {});
     this.#loaded = true;
     this.#rebuild();
     if (this.#mode && !markedReady) {
@@ -443,7 +457,7 @@ export class RateLimitDemo extends Base {
       compare: compare,
       host: this.#host,
     };
-    const name = modeName({ compare, endpoint: attribute("endpoint") });
+    const name = modeName({ compare, endpoint: attribute("endpoint"), replay: attribute("replay") });
     const module = arrivedMode(name);
     if (module) {
       this.#build(module, context);

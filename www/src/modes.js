@@ -29,6 +29,7 @@ import * as plain from "./plain.js";
 const LAZY = {
   compare: () => import("./compare.js"),
   live: () => import("./live.js"),
+  replay: () => import("./replay.js"),
 };
 
 /** Each mode module once it has arrived, with its stylesheet made: `{ create, sheet }`. */
@@ -36,10 +37,13 @@ const arrived = { plain: { create: plain.create, sheet: null } };
 const loading = {};
 
 /**
- * The mode a widget's attributes ask for: live with `endpoint` (which refuses `compare`,
- * with a message, once built), compare with `compare`, else plain.
+ * The mode a widget's attributes ask for: replay with `replay` (the attribute's text, on
+ * unless absent or "false"; its mode refuses `compare` and `endpoint` beside it, and any
+ * other value, with a message, once built), live with `endpoint` (which refuses `compare`),
+ * compare with `compare`, else plain.
  */
-export function modeName({ compare, endpoint }) {
+export function modeName({ compare, endpoint, replay = null }) {
+  if (replay !== null && replay !== "false") return "replay";
   if (endpoint !== null) return "live";
   return compare ? "compare" : "plain";
 }

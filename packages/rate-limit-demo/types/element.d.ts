@@ -69,6 +69,27 @@ export interface RateLimitMismatchDetail {
 
 export type RateLimitMismatchEvent = CustomEvent<RateLimitMismatchDetail>;
 
+/** The detail of a `rate-limit-replay` event: a log played in replay mode, or stopped at a row it cannot read. */
+export interface RateLimitReplayDetail {
+  /** Requests replayed: allowed, denied and never fitting. */
+  requests: number;
+  allowed: number;
+  /** Refused, and would fit after a wait. */
+  denied: number;
+  /** Larger than the whole limit: refused whatever the wait. */
+  neverFit: number;
+  /** The first request refused (its place in the log, from 1, and its time), or null. */
+  firstRefused: { request: number; tMs: number } | null;
+  /** The longest wait a denial asked for, in ms, or null when none was denied. */
+  longestWaitMs: number | null;
+  /** The line `trickle replay` prints for the same log; null when the log stopped at an error. */
+  summary: string | null;
+  /** The message for the row the replay could not read, with its line; null when the whole log was played. */
+  error: string | null;
+}
+
+export type RateLimitReplayEvent = CustomEvent<RateLimitReplayDetail>;
+
 /** `<rate-limit-demo>`: a rate limit a reader can press, for API docs. */
 export class RateLimitDemo extends HTMLElement {
   static readonly observedAttributes: readonly string[];
@@ -111,6 +132,7 @@ export class RateLimitDemo extends HTMLElement {
 export interface RateLimitDemoEventMap extends HTMLElementEventMap {
   "rate-limit-decision": RateLimitDecisionEvent;
   "rate-limit-mismatch": RateLimitMismatchEvent;
+  "rate-limit-replay": RateLimitReplayEvent;
 }
 
 /** Registers `<rate-limit-demo>` (or `tag`); does nothing when the tag is taken already. */
@@ -123,5 +145,6 @@ declare global {
   interface GlobalEventHandlersEventMap {
     "rate-limit-decision": RateLimitDecisionEvent;
     "rate-limit-mismatch": RateLimitMismatchEvent;
+    "rate-limit-replay": RateLimitReplayEvent;
   }
 }
