@@ -162,6 +162,7 @@ clippy:
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release --features replay -- -D warnings
 	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
 # The public API of each library crate against the last release (the v0.1.0 tag; a clone

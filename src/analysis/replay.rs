@@ -87,7 +87,10 @@ impl Replay {
             Outcome::Allowed => self.allowed += 1,
             Outcome::Denied { retry_after_ms } => {
                 self.denied += 1;
-                self.longest_wait_ms = Some(self.longest_wait_ms.map_or(retry_after_ms, |wait| wait.max(retry_after_ms)));
+                self.longest_wait_ms = Some(
+                    self.longest_wait_ms
+                        .map_or(retry_after_ms, |wait| wait.max(retry_after_ms)),
+                );
             }
             Outcome::ExceedsLimit => self.never_fit += 1,
         }
@@ -106,7 +109,11 @@ impl Replay {
         let mut text = Text::new();
         text.push("replayed ")
             .number(requests)
-            .push(if requests == 1 { " request" } else { " requests" })
+            .push(if requests == 1 {
+                " request"
+            } else {
+                " requests"
+            })
             .push(" against ")
             .push(&self.limit.text())
             .push(" (")
@@ -169,9 +176,19 @@ mod tests {
 
     #[test]
     fn a_request_above_the_limit_is_the_first_429_but_has_no_wait() {
-        let replay = replay("2/1s", Algorithm::Fixed, &[(0, 1), (5, 3), (10, 1), (20, 1)]);
+        let replay = replay(
+            "2/1s",
+            Algorithm::Fixed,
+            &[(0, 1), (5, 3), (10, 1), (20, 1)],
+        );
         assert_eq!((replay.allowed, replay.denied, replay.never_fit), (2, 1, 1));
-        assert_eq!(replay.first_refused, Some(Refused { request: 2, t_ms: 5 }));
+        assert_eq!(
+            replay.first_refused,
+            Some(Refused {
+                request: 2,
+                t_ms: 5
+            })
+        );
         // The fixed window's 20 ms denial waits for the window's end at 1000 ms.
         assert_eq!(replay.longest_wait_ms, Some(980));
     }
@@ -181,7 +198,13 @@ mod tests {
         // 1/1s: denied at 100 (wait 900), then at 900 (wait 100).
         let replay = replay("1/1s", Algorithm::SlidingLog, &[(0, 1), (100, 1), (900, 1)]);
         assert_eq!(replay.longest_wait_ms, Some(900));
-        assert_eq!(replay.first_refused, Some(Refused { request: 2, t_ms: 100 }));
+        assert_eq!(
+            replay.first_refused,
+            Some(Refused {
+                request: 2,
+                t_ms: 100
+            })
+        );
         assert_eq!(replay.requests(), 3);
     }
 

@@ -235,7 +235,8 @@ impl TextLog {
             self.columns = Some(Columns::find(&fields, self.line)?);
             return Ok(None);
         };
-        let request = columns.request(|index| fields.get(index).copied(), fields.len(), self.line)?;
+        let request =
+            columns.request(|index| fields.get(index).copied(), fields.len(), self.line)?;
         self.sorted.check(request.t_ms, self.line)?;
         Ok(Some(request))
     }
@@ -335,7 +336,10 @@ pub fn time_ms(text: &str) -> Option<u64> {
     let mut ms = 0;
     if separator(at, b'.') {
         at += 1;
-        let digits = bytes[at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+        let digits = bytes[at..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
         if digits == 0 {
             return None;
         }
@@ -362,7 +366,20 @@ pub fn time_ms(text: &str) -> Option<u64> {
         _ => return None,
     };
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     if !(1..=12).contains(&month) || day == 0 || day > month_days[month as usize - 1] {
         return None;
     }
@@ -372,7 +389,9 @@ pub fn time_ms(text: &str) -> Option<u64> {
     }
     let days = days_since_1970(year as i64, month as i64, day as i64);
     let seconds = days * 86_400 + (hour * 3_600 + minute * 60 + second) as i64 - offset * 60;
-    u64::try_from(seconds).ok().map(|seconds| seconds * 1_000 + ms)
+    u64::try_from(seconds)
+        .ok()
+        .map(|seconds| seconds * 1_000 + ms)
 }
 
 /// Days from 1970-01-01 to the date, in the proleptic Gregorian calendar (Howard Hinnant's
@@ -458,7 +477,11 @@ impl LogError {
                     .push(EXPECTED_HEADER)
                     .push(", then one line per request");
             }
-            LogError::MissingColumn { line: at, name, found } => {
+            LogError::MissingColumn {
+                line: at,
+                name,
+                found,
+            } => {
                 line(&mut text, *at);
                 text.push("the header has no ")
                     .push(name)
@@ -511,7 +534,10 @@ impl LogError {
                     .push(" from 0 to ")
                     .number(u64::MAX);
             }
-            LogError::BadStatus { line: at, text: value } => {
+            LogError::BadStatus {
+                line: at,
+                text: value,
+            } => {
                 line(&mut text, *at);
                 text.push("status ")
                     .quoted(value)
@@ -523,10 +549,9 @@ impl LogError {
                 match u16::try_from(*status) {
                     Ok(status) => text.push(&StatusError { status }.message()),
                     // Too large for StatusError to hold; said the same way.
-                    Err(_) => text
-                        .push("status ")
-                        .number(*status)
-                        .push(" has no cost in ESI's table; expected an HTTP status from 200 to 599"),
+                    Err(_) => text.push("status ").number(*status).push(
+                        " has no cost in ESI's table; expected an HTTP status from 200 to 599",
+                    ),
                 };
             }
             LogError::Unsorted {
@@ -597,10 +622,7 @@ mod tests {
 
     #[test]
     fn a_header_needs_t_ms_and_one_price() {
-        assert_eq!(
-            Columns::find(&["cost", "t_ms"], 1).map(|_| ()),
-            Ok(())
-        );
+        assert_eq!(Columns::find(&["cost", "t_ms"], 1).map(|_| ()), Ok(()));
         assert_eq!(
             Columns::find(&["t_ms", "cost", "status"], 3),
             Err(LogError::CostAndStatus { line: 3 })

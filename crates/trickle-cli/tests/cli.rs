@@ -833,7 +833,10 @@ fn the_help_example_is_what_the_binary_prints() {
     // The summary is wider than the help: compared with its lines joined again.
     let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     for line in run.stderr.lines() {
-        assert!(squeeze(&help).contains(&squeeze(line)), "help lacks {line:?}");
+        assert!(
+            squeeze(&help).contains(&squeeze(line)),
+            "help lacks {line:?}"
+        );
     }
 }
 
@@ -901,7 +904,9 @@ fn version() {
 #[test]
 fn a_har_is_replayed_in_time_order_and_priced_by_status() {
     let entry = |started: &str, status: i64| {
-        format!(r#"{{"startedDateTime": "{started}", "request": {{"method": "GET", "url": "https://esi.example/"}}, "response": {{"status": {status}}}}}"#)
+        format!(
+            r#"{{"startedDateTime": "{started}", "request": {{"method": "GET", "url": "https://esi.example/"}}, "response": {{"status": {status}}}}}"#
+        )
     };
     let har = format!(
         r#"  {{"log": {{"version": "1.2", "entries": [{}, {}, {}, {}, {}, {}]}}}}"#,
@@ -939,7 +944,10 @@ fn a_har_is_replayed_in_time_order_and_priced_by_status() {
     std::fs::write(&file, &har).unwrap();
     let from_file = trickle(&[&args[..], &[file.to_str().unwrap()]].concat(), "");
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!((from_file.stdout, from_file.stderr), (run.stdout, run.stderr));
+    assert_eq!(
+        (from_file.stdout, from_file.stderr),
+        (run.stdout, run.stderr)
+    );
 }
 
 #[test]

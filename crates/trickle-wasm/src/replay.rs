@@ -92,7 +92,8 @@ impl RawReplay {
     #[wasm_bindgen(skip_jsdoc)]
     pub fn har_entry(&mut self, started: Option<String>, status: f64) -> Result<(), JsError> {
         // no_std has no `f64::fract`: a whole number survives the round trip through i64.
-        let status = (status.is_finite() && status as i64 as f64 == status).then_some(status as i64);
+        let status =
+            (status.is_finite() && status as i64 as f64 == status).then_some(status as i64);
         self.har
             .get_or_insert_with(HarLog::new)
             .entry(started.as_deref(), status)
@@ -165,12 +166,16 @@ impl RawReplay {
 
     #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn first_refused_request(&self) -> f64 {
-        self.replay.first_refused.map_or(-1.0, |first| first.request as f64)
+        self.replay
+            .first_refused
+            .map_or(-1.0, |first| first.request as f64)
     }
 
     #[wasm_bindgen(getter, skip_jsdoc)]
     pub fn first_refused_t(&self) -> f64 {
-        self.replay.first_refused.map_or(-1.0, |first| first.t_ms as f64)
+        self.replay
+            .first_refused
+            .map_or(-1.0, |first| first.t_ms as f64)
     }
 
     #[wasm_bindgen(getter, skip_jsdoc)]

@@ -70,14 +70,17 @@ impl<R: Read> RequestLog<BufReader<R>> {
 /// `response.status`, sorted by the core's rules.
 fn read_har(mut input: impl Read) -> Result<Vec<Request>, InputError> {
     let mut text = String::new();
-    input.read_to_string(&mut text).map_err(|error| InputError::Read {
-        line: None,
-        message: format!("cannot read the HAR: {error}; it must be UTF-8 JSON"),
-    })?;
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|error| InputError::Read {
-        line: Some(error.line() as u64),
-        message: format!("the input starts with {{ but is not JSON, as a HAR is: {error}"),
-    })?;
+    input
+        .read_to_string(&mut text)
+        .map_err(|error| InputError::Read {
+            line: None,
+            message: format!("cannot read the HAR: {error}; it must be UTF-8 JSON"),
+        })?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|error| InputError::Read {
+            line: Some(error.line() as u64),
+            message: format!("the input starts with {{ but is not JSON, as a HAR is: {error}"),
+        })?;
     let entries = json
         .get("log")
         .and_then(|log| log.get("entries"))
@@ -85,7 +88,9 @@ fn read_har(mut input: impl Read) -> Result<Vec<Request>, InputError> {
         .ok_or(InputError::NoEntries)?;
     let mut har = HarLog::new();
     for entry in entries {
-        let started = entry.get("startedDateTime").and_then(|started| started.as_str());
+        let started = entry
+            .get("startedDateTime")
+            .and_then(|started| started.as_str());
         let status = entry
             .get("response")
             .and_then(|response| response.get("status"))
@@ -172,15 +177,9 @@ fn line_of<R: Read>(reader: &mut csv::Reader<LineCounter<R>>, record: &StringRec
 #[derive(Debug)]
 pub enum InputError {
     /// The input file could not be opened.
-    Open {
-        path: PathBuf,
-        error: io::Error,
-    },
+    Open { path: PathBuf, error: io::Error },
     /// Reading failed, or a line is not valid UTF-8.
-    Read {
-        line: Option<u64>,
-        message: String,
-    },
+    Read { line: Option<u64>, message: String },
     /// A HAR without the list `log.entries`.
     NoEntries,
     /// A row or entry the core's rules refuse, with the core's message.
