@@ -73,6 +73,7 @@ export type RateLimitMismatchEvent = CustomEvent<RateLimitMismatchDetail>;
 export interface RateLimitReplayDetail {
   /** Requests replayed: allowed, denied and never fitting. */
   requests: number;
+  /** Let through. */
   allowed: number;
   /** Refused, and would fit after a wait. */
   denied: number;
