@@ -980,3 +980,26 @@ fn a_bad_har_names_the_entry() {
         assert_eq!(run.stdout, "", "{case}");
     }
 }
+
+/// The example HAR, as docs/src/cli.md shows it: a burst that meets the limit at its fourth
+/// request, a 304 (3 × 2 tokens in use, + 1 > 6), and an unanswered entry left out.
+#[test]
+fn the_example_har_replays_as_the_docs_say() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/browser-session.har"
+    );
+    let run = trickle(&["replay", "--limit", "6/8s", example], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "replayed 15 requests against 6/8s (floating): 10 allowed, 5 denied, 0 never fit; \
+         first 429 at request 4, t_ms 260; longest wait 13767 ms\n"
+    );
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/cli.md"
+    ))
+    .unwrap();
+    assert!(docs.contains(run.stderr.trim_end()));
+}
