@@ -25,7 +25,8 @@ const EXPECTED_HEADER: &str = "t_ms,cost or t_ms,status";
 /// Reads requests one at a time from a log, CSV or HAR: a HAR when its first byte that is
 /// not white space is `{`, as a JSON object's is and no CSV header's can be.
 pub enum RequestLog<R> {
-    Csv(CsvLog<R>),
+    // Boxed: one per replay, and the HAR's variant is a few words.
+    Csv(Box<CsvLog<R>>),
     Har(std::vec::IntoIter<Request>),
 }
 
@@ -53,7 +54,7 @@ impl<R: Read> RequestLog<BufReader<R>> {
         if har {
             Ok(RequestLog::Har(read_har(input)?.into_iter()))
         } else {
-            Ok(RequestLog::Csv(CsvLog::new(input)?))
+            Ok(RequestLog::Csv(Box::new(CsvLog::new(input)?)))
         }
     }
 
