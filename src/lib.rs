@@ -94,8 +94,8 @@ mod stores;
 mod values;
 
 pub use algorithms::reservation;
-pub use analysis::{compare, replay, request_log};
-pub use serving::{costs, esi, flow};
+pub use analysis::{compare, replay};
+pub use serving::{costs, esi, flow, request_log};
 
 pub mod state {
     //! What every algorithm does with a request, and the rule they all share.
