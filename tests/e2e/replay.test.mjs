@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { REPO, open, pageWith, start, whenReady } from "./harness.mjs";
+import { ARTIFACTS, REPO, open, pageWith, start, whenReady } from "./harness.mjs";
 
 /** The CLI the Makefile's e2e target builds; TRICKLE points the test at another build of it. */
 const CLI = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
@@ -313,6 +313,29 @@ describe("the replay panel", () => {
       });
       assert.deepEqual(violations, []);
       assert.deepEqual(opened.problems, []);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it("plays a file dropped on it, and draws the first 429", async () => {
+    const opened = await openReplay();
+    try {
+      const { page } = opened;
+      const text = readFileSync(join(REPO, "examples", "esi-burst.csv"), "utf8");
+      const played = await nextReplay(page);
+      const dropped = await page.evaluateHandle((text) => {
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([text], "esi-burst.csv", { type: "text/csv" }));
+        return transfer;
+      }, text);
+      await page.locator('rate-limit-demo [part="replay"]').dispatchEvent("drop", { dataTransfer: dropped });
+      const detail = await played();
+      assert.equal(detail.summary, cli(text, { limit: "6/8s", algorithm: "floating" }).summary);
+      const timeline = page.locator('rate-limit-demo [part="replay-timeline"]');
+      assert.match(await timeline.getAttribute("aria-label"), /^Timeline of 20 requests over 46000 ms: 17 allowed, 3 refused; the first 429 at 300 ms$/);
+      assert.equal(await page.locator("rate-limit-demo .replay-first").getAttribute("hidden"), null);
+      await page.locator('rate-limit-demo [part="panel"]').screenshot({ path: join(ARTIFACTS, "replay.png") });
     } finally {
       await opened.close();
     }

@@ -66,6 +66,7 @@ class ReplayMode {
   #allowedBars;
   #refusedBars;
   #firstMark;
+  #end;
   element;
   place = "answer";
 
@@ -116,6 +117,22 @@ class ReplayMode {
       this.#refusedBars,
       this.#firstMark,
     );
+    this.#end = html("span", {}, "");
+    // The timeline's scale and key, for sight; its aria-label says the same in words.
+    const axis = html(
+      "p",
+      { class: "replay-axis", "aria-hidden": "true" },
+      html("span", {}, "0 s"),
+      html(
+        "span",
+        {},
+        html("span", { class: "replay-key-allowed" }, "■"),
+        " allowed ",
+        html("span", { class: "replay-key-refused" }, "■"),
+        " refused ┆ first 429",
+      ),
+      this.#end,
+    );
     this.#figures = html("dl", { part: "replay-figures", class: "replay-figures", hidden: "" });
     this.#summary = html("p", {
       part: "replay-summary",
@@ -142,6 +159,7 @@ class ReplayMode {
       html("label", { class: "replay-field" }, "Or paste the log", this.#paste),
       html("div", { class: "controls" }, play, this.#progress),
       this.#timeline,
+      axis,
       this.#figures,
       this.#summary,
       this.#error,
@@ -345,6 +363,7 @@ class ReplayMode {
         refusedPath += `M${bin} ${top.toFixed(2)}v${-refusedHeight.toFixed(2)}h0.8v${refusedHeight.toFixed(2)}z`;
       }
     }
+    updateText(this.#end, formatExactWait(last));
     updateAttribute(this.#allowedBars, "d", allowedPath);
     updateAttribute(this.#refusedBars, "d", refusedPath);
     if (firstT === undefined || firstT === null) {
