@@ -362,6 +362,29 @@ describe("the replay panel", () => {
     }
   });
 
+  it("the replay property turns it on and off", async () => {
+    const opened = await open(session, {
+      path: "property-fixture.html",
+      html: pageWith("<rate-limit-demo></rate-limit-demo>"),
+    });
+    try {
+      assert.deepEqual(await whenReady(opened.page), [true]);
+      const panel = opened.page.locator('rate-limit-demo [part="replay"]');
+      assert.equal(await panel.count(), 0);
+      await opened.page.evaluate(() => {
+        document.querySelector("rate-limit-demo").replay = "";
+      });
+      await panel.waitFor();
+      assert.equal(await opened.page.evaluate(() => document.querySelector("rate-limit-demo").getAttribute("replay")), "");
+      await opened.page.evaluate(() => {
+        document.querySelector("rate-limit-demo").replay = null;
+      });
+      await panel.waitFor({ state: "detached" });
+    } finally {
+      await opened.close();
+    }
+  });
+
   it("a page of plain widgets never fetches replay mode or its WebAssembly", async () => {
     const opened = await open(session, {
       path: "plain-fixture.html",

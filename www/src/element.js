@@ -61,7 +61,7 @@ function message(error) {
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
  * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
- * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched, with its own WebAssembly module, only by a widget that asks for it. Not with `compare` or `endpoint`. `replay="false"` is off. An attribute only: a page turns it on with `toggleAttribute("replay", true)`.
+ * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched, with its own WebAssembly module, only by a widget that asks for it. Not with `compare` or `endpoint`. `replay="false"` is off.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
  * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none.
@@ -296,6 +296,14 @@ export class RateLimitDemo extends Base {
     } else this.setAttribute("compare", String(value));
   }
 
+  /** The `replay` attribute as written, or null: replay mode is off. @type {string | null} */
+  get replay() {
+    return this.getAttribute("replay");
+  }
+  set replay(value) {
+    this.#reflect("replay", value);
+  }
+
   connectedCallback() {
     // A page may set properties before this module has loaded; they then sit on the
     // instance and hide the accessors. Pass them through so that they become attributes.
@@ -388,8 +396,7 @@ export class RateLimitDemo extends Base {
     }
     // Fetched alongside, so that `ready` covers compare and live mode too; #rebuild shows a
     // failure.
-    const replay = this.getAttribute("replay");
-    await loadMode(modeName({ compare: this.compare, endpoint: this.endpoint, replay })).catch(() => {});
+    await loadMode(modeName(this)).catch(() => {});
     this.#loaded = true;
     this.#rebuild();
     if (this.#mode && !markedReady) {

@@ -110,6 +110,8 @@ export class RateLimitDemo extends HTMLElement {
   costs: string | null;
   /** Compare mode; true adds the attribute, false removes it. */
   compare: boolean;
+  /** The `replay` attribute as written ("" when bare); null when replay mode is off. */
+  replay: string | null;
   /** Live mode's URL as written; null when live mode is off. */
   endpoint: string | null;
   /** The `client-id` attribute as written; null for a random id per widget. */
