@@ -24,9 +24,9 @@ const WASM_URL = new URL("./trickle_replay_bg.wasm", import.meta.url);
 await init({ module_or_path: fetch(WASM_URL) });
 
 /** Lines (or HAR entries) decided between two looks at the clock. */
-const CHUNK = 2_000;
+const CHUNK = 1_000;
 /** How long a stretch of work may hold the page before it yields, in ms. */
-const SLICE_MS = 40;
+const SLICE_MS = 30;
 const BINS = 120;
 
 /** See modes.js for what the element asks of a mode. */
