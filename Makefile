@@ -204,13 +204,14 @@ doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis
 
 # The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
-# Chromium. The suite names no environment, so the runner picks Node unless
-# WASM_BINDGEN_USE_BROWSER is set.
+# Chromium; replay mode's (tests/replay.rs, `--features replay`) under Node. The suite names
+# no environment, so the runner picks Node unless WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
 	@$(MAKE) --no-print-directory wasm-node-run
 
 wasm-node-run:
 	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web
+	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test replay --features replay
 
 wasm-browser: setup-test
 	@$(MAKE) --no-print-directory wasm-browser-run

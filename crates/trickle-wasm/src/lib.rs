@@ -64,7 +64,7 @@ use wasm_bindgen::prelude::*;
 mod allocator;
 // Built only into the replay mode's own module (`--features replay`).
 #[cfg(feature = "replay")]
-mod replay;
+pub mod replay;
 
 #[global_allocator]
 static ALLOCATOR: allocator::Allocator = allocator::Allocator::new();

@@ -19,15 +19,16 @@
 //! | `summary()` | the line `trickle replay` writes after its rows |
 //! | `allowed`, `denied`, `never_fit`, `first_refused_request`, `first_refused_t`, `longest_wait_ms` (getters) | the figures; −1 for none |
 
-use alloc::string::String;
-use alloc::vec::Vec;
+// Through `super`, so that tests/replay.rs can compile this crate in as a module.
+use super::alloc::string::String;
+use super::alloc::vec::Vec;
 
 use trickle_core::replay::Replay;
 use trickle_core::request_log::{HarLog, Request, TextLog};
 use trickle_core::{Algorithm, Limit, Limiter};
 use wasm_bindgen::prelude::*;
 
-use crate::{ALLOWED, DENIED, EXCEEDS_LIMIT};
+use super::{ALLOWED, DENIED, EXCEEDS_LIMIT};
 
 // One log replayed through one limiter.
 #[wasm_bindgen]
