@@ -5,13 +5,14 @@
 //!   extra ones ignored), then one request per line, sorted by time. A status is priced by
 //!   ESI's table ([`crate::esi::cost_for_status`]). Line numbers are the file's own, from 1,
 //!   the header on line 1, blank lines counted. The CLI splits a line into fields with the
-//!   `csv` crate and hands them to [`Columns`]; [`TextLog`] splits them at commas, for a
-//!   log without quoted fields (the widget's).
+//!   `csv` crate and hands them to [`Columns`]; [`TextLog`] splits them the same way (quoted
+//!   fields included, but not one that runs on to the next line), for the widget.
 //! - **HAR**, a browser's export: each entry's `startedDateTime` and `response.status`.
 //!   [`HarLog`] takes them entry by entry, whoever read the JSON, and gives the requests
 //!   sorted by time, each at its milliseconds after the earliest; an entry that got no
 //!   response (status 0, a request blocked or aborted) is left out.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -189,7 +190,8 @@ impl Sorted {
     }
 }
 
-/// A CSV log fed line by line, its fields split at commas (no quoting).
+/// A CSV log fed line by line, its fields split as the csv crate splits them, quoted fields
+/// included, except that a quoted field cannot hold a line break.
 ///
 /// ```
 /// use trickle_core::request_log::{Request, TextLog};
@@ -224,13 +226,8 @@ impl TextLog {
         if text.trim().is_empty() {
             return Ok(None);
         }
-        let mut fields: Vec<&str> = Vec::new();
-        let mut rest = text;
-        while let Some(at) = rest.bytes().position(|byte| byte == b',') {
-            fields.push(&rest[..at]);
-            rest = &rest[at + 1..];
-        }
-        fields.push(rest);
+        let fields = split_fields(text);
+        let fields: Vec<&str> = fields.iter().map(|field| field.as_ref()).collect();
         let Some(columns) = self.columns else {
             self.columns = Some(Columns::find(&fields, self.line)?);
             return Ok(None);
@@ -246,6 +243,56 @@ impl TextLog {
         match self.columns {
             Some(_) => Ok(()),
             None => Err(LogError::Empty),
+        }
+    }
+}
+
+/// A line's fields, as the csv crate reads them: split at commas, except inside a field that
+/// starts with `"`, which runs to the next lone `"` (`""` standing for one); anything after
+/// that quote up to the comma is kept as written. A quote elsewhere is an ordinary character.
+/// Unlike the csv crate, a quoted field cannot run on to the next line.
+fn split_fields(text: &str) -> Vec<Cow<'_, str>> {
+    let mut fields = Vec::new();
+    let mut rest = text;
+    loop {
+        let field = match rest.strip_prefix('"') {
+            Some(mut inside) => {
+                let mut field = String::new();
+                loop {
+                    let Some(at) = inside.bytes().position(|byte| byte == b'"') else {
+                        // Never closed: the field runs to the end of the line.
+                        field.push_str(inside);
+                        inside = "";
+                        break;
+                    };
+                    field.push_str(&inside[..at]);
+                    if inside.as_bytes().get(at + 1) == Some(&b'"') {
+                        field.push('"');
+                        inside = &inside[at + 2..];
+                    } else {
+                        inside = &inside[at + 1..];
+                        break;
+                    }
+                }
+                let end = inside.bytes().position(|byte| byte == b',');
+                field.push_str(&inside[..end.unwrap_or(inside.len())]);
+                rest = &inside[end.map_or(inside.len(), |at| at)..];
+                Cow::Owned(field)
+            }
+            None => {
+                let end = rest
+                    .bytes()
+                    .position(|byte| byte == b',')
+                    .unwrap_or(rest.len());
+                let field = &rest[..end];
+                rest = &rest[end..];
+                Cow::Borrowed(field)
+            }
+        };
+        fields.push(field);
+        match rest.strip_prefix(',') {
+            Some(after) => rest = after,
+            None => return fields,
         }
     }
 }
@@ -592,7 +639,26 @@ error_from_message!(LogError);
 
 #[cfg(test)]
 mod tests {
-    use super::{time_ms, Columns, HarLog, LogError, Request, TextLog};
+    use super::{split_fields, time_ms, Columns, HarLog, LogError, Request, TextLog};
+
+    #[test]
+    fn fields_split_as_the_csv_crate_splits_them() {
+        #[rustfmt::skip]
+        let rows: [(&str, &[&str]); 9] = [
+            ("0,1",                 &["0", "1"]),
+            ("",                    &[""]),
+            (",",                   &["", ""]),
+            ("\"1,5\",2",            &["1,5", "2"]),
+            ("\"say \"\"hi\"\"\",3",   &["say \"hi\"", "3"]),
+            ("\"12\"3,4",            &["123", "4"]),
+            ("a\"b,\"\"",            &["a\"b", ""]),
+            (" \"1\",2",             &[" \"1\"", "2"]),
+            ("\"open,1",            &["open,1"]),
+        ];
+        for (line, expected) in rows {
+            assert_eq!(split_fields(line), expected, "{line:?}");
+        }
+    }
 
     #[test]
     fn times_are_ms_since_1970_in_utc() {

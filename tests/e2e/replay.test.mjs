@@ -105,7 +105,10 @@ function generator(seed) {
 const ALGORITHMS = ["floating", "sliding-log", "fixed", "token-bucket"];
 const STATUSES = [200, 200, 200, 201, 304, 404, 429, 500, 503];
 
-/** A log of either kind, with bursts, pauses, costs 0 to above N, extra columns and blank lines. */
+/**
+ * A log of either kind, with bursts, pauses, costs 0 to above N, extra columns (some quoted)
+ * and blank lines.
+ */
 function randomLog(seed) {
   const random = generator(seed);
   const byStatus = random() < 0.5;
@@ -114,8 +117,11 @@ function randomLog(seed) {
   const count = 20 + Math.floor(random() * 400);
   for (let i = 0; i < count; i++) {
     t += random() < 0.1 ? Math.floor(random() * 12_000) : Math.floor(random() * 300);
-    if (byStatus) rows.push(`${t},${STATUSES[Math.floor(random() * STATUSES.length)]},/r${i}`);
-    else rows.push(`/r${i},${t},${random() < 0.05 ? 9 : Math.floor(random() * 4)}`);
+    // Now and then a quoted field, with a comma or a doubled quote inside, as CSV writers quote.
+    const path = random() < 0.1 ? `"/r,${i} ""q"""` : `/r${i}`;
+    const time = random() < 0.05 ? `"${t}"` : String(t);
+    if (byStatus) rows.push(`${time},${STATUSES[Math.floor(random() * STATUSES.length)]},${path}`);
+    else rows.push(`${path},${time},${random() < 0.05 ? 9 : Math.floor(random() * 4)}`);
     if (random() < 0.02) rows.push("");
   }
   return `${rows.join(random() < 0.3 ? "\r\n" : "\n")}\n`;
