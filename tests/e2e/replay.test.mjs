@@ -381,6 +381,13 @@ describe("the replay panel", () => {
         document.querySelector("rate-limit-demo").replay = "";
       });
       await panel.waitFor();
+      // The replay's WebAssembly waits for a log to play.
+      const requested = [];
+      opened.page.on("request", (request) => requested.push(new URL(request.url()).pathname));
+      const played = await nextReplay(opened.page);
+      await opened.page.locator('rate-limit-demo [part="replay-play"]').click();
+      assert.equal((await played()).error, "the input is empty; expected a CSV header line, t_ms,cost or t_ms,status, then one line per request");
+      assert.deepEqual(requested, ["/trickle_replay_bg.wasm"]);
       assert.equal(await opened.page.evaluate(() => document.querySelector("rate-limit-demo").getAttribute("replay")), "");
       await opened.page.evaluate(() => {
         document.querySelector("rate-limit-demo").replay = null;

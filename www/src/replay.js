@@ -4,10 +4,11 @@
 // 429 marked, the figures, and the line `trickle replay` prints for the same file. The log's
 // costs are its own (a cost column, or ESI's price for a status), as the CLI's are.
 //
-// Fetched on first use (modes.js), with its own WebAssembly module, trickle_replay_bg.wasm,
-// which holds the core's log rules and replay figures: the default widget's module carries
-// none of it. The module arrives with this one (a top-level await), so that a failure to
-// load it is the mode's failure to load, which the element shows.
+// Fetched on first use (modes.js). Its own WebAssembly module, trickle_replay_bg.wasm, holds
+// the core's log rules and replay figures, so that the default widget's module carries none
+// of it; it is fetched when a reader first plays a log, and a failure to load it is shown as
+// that play's error. (Not with a top-level await: some bundlers a docs site builds with
+// refuse one in a module they split off.)
 
 import init, { RawReplay } from "../pkg/trickle_replay.js";
 import { html, svg, updateAttribute, updateText } from "./dom.js";
@@ -21,7 +22,16 @@ export const styles = replayStyles;
 /** Beside this module in the package, and wherever a bundler copies it. */
 const WASM_URL = new URL("./trickle_replay_bg.wasm", import.meta.url);
 
-await init({ module_or_path: fetch(WASM_URL) });
+let loading = null;
+
+/** Fetches and compiles the replay's WebAssembly once for the page. */
+function loadReplay() {
+  loading ??= init({ module_or_path: fetch(WASM_URL) }).catch((error) => {
+    loading = null;
+    throw new Error(`the replay's WebAssembly (${WASM_URL}) could not load: ${error.message}`);
+  });
+  return loading;
+}
 
 /** Lines (or HAR entries) decided between two looks at the clock. */
 const CHUNK = 1_000;
@@ -218,6 +228,8 @@ class ReplayMode {
     let raw;
     let error = null;
     try {
+      await loadReplay();
+      if (run !== this.#play) return null;
       raw = this.#raw = new RawReplay(this.#limit, this.#algorithm);
       if (isHar(text)) await this.#playHar(raw, text, run);
       else await this.#playCsv(raw, text, run);
