@@ -497,7 +497,8 @@ export class RateLimitDemo extends Base {
       return;
     }
     this.#mode = mode;
-    if (module.sheet) this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
+    // A mode's sheet goes when another mode takes over: predict mode's hides a part of plain's.
+    this.#root.adoptedStyleSheets = module.sheet ? [baseSheet, module.sheet] : [baseSheet];
     if (mode.element) (mode.place === "answer" ? this.#answer : this.#single.element).after(mode.element);
     this.#buildHeading(context.limiters[0]);
     this.#buildButtons();
