@@ -22,7 +22,7 @@ export interface RateLimitDecisionDetail extends Decision {
   server?: ServerAnswer;
   /** Live mode only: the fields where the server and the model differ; empty when they agree. */
   mismatches?: readonly MismatchField[];
-  /** Predict mode only: what the reader predicted for this press, and the score. */
+  /** Predict mode only: what the reader predicted for this press (`allowed`, and for a 429 the `wait` range `{ fromMs, toMs }`, above `fromMs` and up to `toMs`, null for no upper end), whether it was `correct`, and the score so far, `right` of `asked`. */
   prediction?: Prediction;
 }
 
