@@ -92,6 +92,21 @@ function partOf(selector, part, guess) {
   return element;
 }
 
+/** The text of the widget's part `part`. */
+function partTextOf(selector, part) {
+  return document.querySelector(selector).shadowRoot.querySelector(`[part~="${part}"]`).textContent;
+}
+
+/** Puts the focus on the prediction `guess`, as a reader's Tab would, and returns nothing. */
+function focusGuess(selector, guess) {
+  document.querySelector(selector).shadowRoot.querySelector(`[data-guess="${guess}"]`).focus();
+}
+
+/** Whether the prediction `guess` is chosen: its `aria-pressed`. */
+function guessPressed(selector, guess) {
+  return document.querySelector(selector).shadowRoot.querySelector(`[data-guess="${guess}"]`).getAttribute("aria-pressed");
+}
+
 /** What has the focus inside the widget: its part and its `data-guess`, or null. */
 function focusedPart(selector) {
   const inner = document.querySelector(selector).shadowRoot.activeElement;
@@ -231,7 +246,7 @@ for (const engine of ENGINES) {
         assert.equal(all.length, count, `${count} decisions`);
         return all.at(-1);
       };
-      const text = (part) => driver.executeScript((selector, part) => partOf(selector, part).textContent, PREDICT, part);
+      const text = (part) => driver.executeScript(partTextOf, PREDICT, part);
 
       // A Hit without a prediction sends nothing.
       await (await driver.executeScript(partOf, PREDICT, "hit")).click();
@@ -248,13 +263,9 @@ for (const engine of ENGINES) {
       assert.match(decision.answer, /and 0 \+ 1 ≤ 6\./);
 
       // From the keyboard: Space on "429 within 2 s", Tab to Hit, Enter. Wrong: 5 were free.
-      await driver.executeScript((selector) => partOf(selector, "guess", "soon").focus(), PREDICT);
+      await driver.executeScript(focusGuess, PREDICT, "soon");
       await driver.actions().sendKeys(Key.SPACE).perform();
-      const pressedNow = await driver.executeScript(
-        (selector) => partOf(selector, "guess", "soon").getAttribute("aria-pressed"),
-        PREDICT,
-      );
-      assert.equal(pressedNow, "true", "Space chose the prediction");
+      assert.equal(await driver.executeScript(guessPressed, PREDICT, "soon"), "true", "Space chose the prediction");
       for (let n = 0; n < 3; n++) await driver.actions().sendKeys(Key.TAB).perform();
       assert.equal(await driver.executeScript(focusedPart, PREDICT), "hit:", "Tab reaches Hit after the predictions");
       await driver.actions().sendKeys(Key.ENTER).perform();
