@@ -278,7 +278,7 @@ for (const engine of ENGINES) {
         right: 1,
         asked: 2,
       });
-      assert.match(decision.answer, /^✗ Wrong: you said 429, but 5(\.\d+)? tokens of 6 were free, enough for 1/);
+      assert.match(decision.answer, /^✗ Wrong: you said 429, but 5(\.\d+)? of 6 tokens were free, enough for 1/);
       assert.match(decision.answer, /Score: 1 of 2 right\.$/);
       assert.equal(await text("score"), "Score: 1 of 2 right.");
     });

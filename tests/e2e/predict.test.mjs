@@ -109,7 +109,7 @@ describe("predicting", () => {
       asked: 2,
     });
     text = await answer.textContent();
-    assert.match(text, /^✗ Wrong: you said 429, but 5 tokens of 6 were free, enough for 1\. 200 OK /);
+    assert.match(text, /^✗ Wrong: you said 429, but 5 of 6 tokens were free, enough for 1\. 200 OK /);
     assert.equal(await partText(page, "#predict", "score"), "Score: 1 of 2 right.");
     assert.equal(await page.locator('#predict [part~="verdict"]').getAttribute("class"), "verdict wrong");
 
@@ -183,7 +183,7 @@ describe("predicting", () => {
     assert.equal(detail.allowed, true);
     assert.match(
       await partText(page, "#predict", "answer"),
-      /^✗ Wrong: you said 429, but 6 tokens of 6 were free, enough for 1; 6 tokens had come back since the last press\./,
+      /^✗ Wrong: you said 429, but 6 of 6 tokens were free, enough for 1; 6 tokens had come back since the last press\./,
     );
     assert.deepEqual(problems, []);
     await close();
@@ -261,7 +261,7 @@ describe("keyboard and screen readers", () => {
     assert.equal(await pressed(page, "predict"), "soon");
     for (let n = 0; n < 3; n++) await page.keyboard.press("Tab");
     await page.keyboard.press("Space");
-    assert.match(await region.textContent(), /^✗ Wrong: you said 429, but 5 tokens of 6 were free/);
+    assert.match(await region.textContent(), /^✗ Wrong: you said 429, but 5 of 6 tokens were free/);
     assert.match(await region.textContent(), /Score: 1 of 2 right\.$/);
     assert.equal(await node.evaluate((element) => element.isConnected), true, "the same live region");
 

@@ -88,7 +88,7 @@ export function verdict(choice, decision, needs, lastUsed) {
   if (correct) return { correct, text: `Right: you said ${choice.label}.` };
   const { limit } = decision;
   const free = Math.max(0, limit - before(decision).used);
-  const freeText = free > 0 ? `${tokens(free)} of ${limit} were free` : `none of the ${limit} tokens was free`;
+  const freeText = free > 0 ? `${formatTokens(free)} of ${limit} tokens were free` : `none of the ${limit} tokens was free`;
   if (!status && decision.allowed) {
     let text = `Wrong: you said 429, but ${freeText}, enough for ${needs}`;
     const back = lastUsed === null ? 0 : lastUsed - before(decision).used;

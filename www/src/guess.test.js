@@ -98,17 +98,17 @@ test("the verdict: right, or where the prediction and the core part", () => {
   assert.deepEqual(verdict(allowed, fits, 1, null), { correct: true, text: "Right: you said 200 OK." });
   assert.deepEqual(verdict(soon, fits, 1, 6), {
     correct: false,
-    text: "Wrong: you said 429, but 1.5 tokens of 6 were free, enough for 1; 1.5 tokens had come back since the last press.",
+    text: "Wrong: you said 429, but 1.5 of 6 tokens were free, enough for 1; 1.5 tokens had come back since the last press.",
   });
   assert.equal(
     verdict(soon, fits, 1, null).text,
-    "Wrong: you said 429, but 1.5 tokens of 6 were free, enough for 1.",
+    "Wrong: you said 429, but 1.5 of 6 tokens were free, enough for 1.",
     "nothing came back before the first press",
   );
   const refused = floating({ allowed: false, used: 5.5, previous: 4, overlap: 0.625, current: 3, retryAfterMs: 1_000 });
   assert.deepEqual(verdict(allowed, refused, 1, 5.5), {
     correct: false,
-    text: "Wrong: you said 200 OK, but 0.5 tokens of 6 were free, and this request needs 1.",
+    text: "Wrong: you said 200 OK, but 0.5 of 6 tokens were free, and this request needs 1.",
   });
   assert.deepEqual(verdict(soon, refused, 1, 5.5), { correct: true, text: "Right: you said 429, retry within 2 s." });
   assert.deepEqual(verdict(latest, refused, 1, 5.5), {
