@@ -57,8 +57,8 @@ function before(decision) {
   const used = decision.used - spent;
   if (decision.previous === null) return { used, sum: formatTokens(used) };
   const current = decision.current - spent;
-  const sum = `${decision.previous} × ${decision.overlap.toFixed(3)} + ${current} = ${formatTokens(used)}`;
-  return { used, sum };
+  const overlap = decision.overlap.toFixed(3);
+  return { used, sum: `${decision.previous} × ${overlap} + ${current} = ${formatTokens(used)}` };
 }
 
 /**
@@ -87,17 +87,19 @@ export function verdict(choice, decision, needs, lastUsed) {
   const { status, correct } = judge(choice, decision);
   if (correct) return { correct, text: `Right: you said ${choice.label}.` };
   const { limit } = decision;
-  const free = Math.max(0, limit - before(decision).used);
-  const freeText = free > 0 ? `${formatTokens(free)} of ${limit} tokens were free` : `none of the ${limit} tokens was free`;
+  const used = before(decision).used;
+  const free = Math.max(0, limit - used);
+  const freeText =
+    free > 0 ? `${formatTokens(free)} of ${limit} tokens were free` : `none of the ${limit} tokens was free`;
   if (!status && decision.allowed) {
     let text = `Wrong: you said 429, but ${freeText}, enough for ${needs}`;
-    const back = lastUsed === null ? 0 : lastUsed - before(decision).used;
+    const back = lastUsed === null ? 0 : lastUsed - used;
     if (Number(formatTokens(back)) > 0) text += `; ${tokens(back)} had come back since the last press`;
     return { correct, text: `${text}.` };
   }
   if (!status) {
-    const said = choice.label;
-    return { correct, text: `Wrong: you said ${said}, but ${freeText}, and this request needs ${needs}.` };
+    const text = `Wrong: you said ${choice.label}, but ${freeText}, and this request needs ${needs}.`;
+    return { correct, text };
   }
   const range = choice.label.replace(/^429, retry /, "");
   const wait = formatExactWait(decision.retryAfterMs);

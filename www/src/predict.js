@@ -53,9 +53,10 @@ class PredictMode {
     this.#buttons = this.#choices.map((choice) => {
       const button = html(
         "button",
-        { part: "guess", class: "guess", type: "button", "aria-pressed": "false", "data-guess": choice.id },
+        { part: "guess", class: "guess", type: "button", "aria-pressed": "false" },
         choice.label,
       );
+      button.dataset.guess = choice.id;
       button.addEventListener("click", () => this.#choose(choice));
       return button;
     });
