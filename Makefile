@@ -79,7 +79,7 @@ replay: cli
 	@cat target/replay.summary
 
 # What a docs page downloads for one widget, gzip -9 as a server would send it, and what
-# compare, live and predict mode each add; then docs/figures/size.json for the docs, with where
+# compare mode and live mode each add; then docs/figures/size.json for the docs, with where
 # the bytes go (each module of the bundle, the wasm's code and data).
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
@@ -87,8 +87,6 @@ size: package
 	@scripts/size.sh --json target/package/size-compare.json $(PACKAGE_DIR)/dist/compare.js
 	@echo "live mode adds:"
 	@scripts/size.sh --json target/package/size-live.json $(PACKAGE_DIR)/dist/live.js
-	@echo "predict mode adds:"
-	@scripts/size.sh --json target/package/size-predict.json $(PACKAGE_DIR)/dist/predict.js
 	@node scripts/size-figures.mjs
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
