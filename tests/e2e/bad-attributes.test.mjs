@@ -176,7 +176,7 @@ const TABLES = {
     ],
   },
   predict: {
-    good: { predict: null, compare: null, endpoint: null, limit: "6/8s" },
+    good: { predict: null, compare: null, endpoint: null, replay: null, limit: "6/8s" },
     rows: [
       [{ predict: "yes" }, predictOnOff("yes")],
       [{ predict: "0" }, predictOnOff("0")],
@@ -185,6 +185,10 @@ const TABLES = {
       [{ predict: "true", compare: "true" }, PREDICT_COMPARE],
       [{ predict: "", endpoint: "http://127.0.0.1:9/fittings" }, predictLive("http://127.0.0.1:9/fittings")],
       [{ predict: "", endpoint: MARKUP }, predictLive(MARKUP)],
+      [
+        { replay: "", predict: "" },
+        "predict cannot be used with replay, which plays a log instead of the reader's presses: leave one of them out",
+      ],
       // The widget's own checks come first.
       [{ predict: "", limit: "6/8x" }, `limit "6/8x": unknown unit "x"; ${UNITS}`],
     ],

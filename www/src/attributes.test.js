@@ -72,6 +72,8 @@ test("predict is a boolean attribute, refused beside compare or endpoint", () =>
     () => readPredict("", { ...alone, endpoint: "/api" }),
     /predict cannot be used with endpoint="\/api"/,
   );
+  assert.throws(() => readPredict("", { ...alone, replay: "" }), /predict cannot be used with replay/);
+  assert.equal(readPredict("", { ...alone, replay: "false" }), true);
   // Off, it refuses nothing: compare and live mode keep their own checks.
   assert.equal(readPredict("false", { compare: true, endpoint: "/api" }), false);
 });

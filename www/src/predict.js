@@ -20,6 +20,7 @@ export function create(context) {
   readPredict(context.attribute("predict"), {
     compare: context.compare,
     endpoint: context.attribute("endpoint"),
+    replay: context.attribute("replay"),
   });
   return new PredictMode(context);
 }
