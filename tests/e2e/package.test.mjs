@@ -57,7 +57,7 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare", "live"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "compare", "live", "predict"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
@@ -115,7 +115,7 @@ describe("its entries in Node", () => {
        }));`,
     );
     assert.deepEqual(result, {
-      observed: ["limit", "algorithm", "algorithms", "cost", "costs", "compare", "endpoint", "client-id"],
+      observed: ["limit", "algorithm", "algorithms", "cost", "costs", "compare", "endpoint", "client-id", "predict"],
       define: "function",
     });
   });
