@@ -57,7 +57,7 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare", "live", "replay"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "compare", "live", "predict", "replay"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
@@ -116,7 +116,18 @@ describe("its entries in Node", () => {
        }));`,
     );
     assert.deepEqual(result, {
-      observed: ["limit", "algorithm", "algorithms", "cost", "costs", "compare", "endpoint", "client-id", "replay"],
+      observed: [
+        "limit",
+        "algorithm",
+        "algorithms",
+        "cost",
+        "costs",
+        "compare",
+        "endpoint",
+        "client-id",
+        "predict",
+        "replay",
+      ],
       define: "function",
     });
   });

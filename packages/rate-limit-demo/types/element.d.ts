@@ -22,6 +22,22 @@ export interface RateLimitDecisionDetail extends Decision {
   server?: ServerAnswer;
   /** Live mode only: the fields where the server and the model differ; empty when they agree. */
   mismatches?: readonly MismatchField[];
+  /** Predict mode only: what the reader predicted for this press (`allowed`, and for a 429 the `wait` range `{ fromMs, toMs }`, above `fromMs` and up to `toMs`, null for no upper end), whether it was `correct`, and the score so far, `right` of `asked`. */
+  prediction?: Prediction;
+}
+
+/** A reader's prediction in predict mode, judged against the decision it came with. */
+export interface Prediction {
+  /** True for "200 OK" (with `costs`, let through), false for a 429. */
+  allowed: boolean;
+  /** For a 429, the range the reader put its wait in: above `fromMs`, up to `toMs` (null: no upper end). */
+  wait: { fromMs: number; toMs: number | null } | null;
+  /** The status, and for a 429 the wait's range, match the decision. */
+  correct: boolean;
+  /** Predictions right so far, this one included, since the widget was built or reset. */
+  right: number;
+  /** Predictions made so far. */
+  asked: number;
 }
 
 export type RateLimitDecisionEvent = CustomEvent<RateLimitDecisionDetail>;
@@ -116,7 +132,9 @@ export class RateLimitDemo extends HTMLElement {
   endpoint: string | null;
   /** The `client-id` attribute as written; null for a random id per widget. */
   clientId: string | null;
-  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error, and in live mode, where the event follows the server's answer. */
+  /** Predict mode; true adds the attribute, false removes it. */
+  predict: boolean;
+  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error, in live mode, where the event follows the server's answer, and in predict mode before the reader has predicted. */
   hit(status?: number): RateLimitDecisionDetail | null;
   /** Empties the bucket and the timeline; in live mode, the server's bucket too unless `client-id` is set. */
   reset(): void;
