@@ -81,7 +81,8 @@ demo: site
 	@node scripts/serve.mjs $(SITE) $(PORT)
 
 # The replay CLI on an example request log: a client that fires too fast, meets 429s,
-# waits out Retry-After and recovers. Try: make replay LIMIT=150/15m EXAMPLE=your-log.csv
+# waits out Retry-After and recovers. Try: make replay LIMIT=150/15m EXAMPLE=your-log.csv (or
+# a browser's HAR export, such as examples/browser-session.har)
 replay: cli
 	@echo "Replaying $(EXAMPLE) against $(LIMIT) ($(ALGORITHM)):"
 	@./target/release/trickle replay --limit $(LIMIT) --algorithm $(ALGORITHM) $(EXAMPLE) \
