@@ -61,6 +61,8 @@
 //! - The same code over any of those, or over buckets in Redis (`trickle_redis`): [`Store`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`compare`].
+//! - A request log replayed: its rows and their messages ([`request_log`], CSV and HAR),
+//!   and the figures of the replay ([`replay`]).
 //! - What a response costs by its status, written as text: [`CostTable`] (its errors are in
 //!   [`costs`]).
 //! - The per-key state of each algorithm, for a keyed limiter of another algorithm than the
@@ -94,8 +96,8 @@ mod stores;
 mod values;
 
 pub use algorithms::reservation;
-pub use analysis::compare;
-pub use serving::{costs, esi, flow};
+pub use analysis::{compare, replay};
+pub use serving::{costs, esi, flow, request_log};
 
 pub mod state {
     //! What every algorithm does with a request, and the rule they all share.

@@ -19,6 +19,17 @@ test("predict asks for predict mode, even beside endpoint or compare, which its 
   assert.equal(modeName({ compare: false, endpoint: "/api", predict: true }), "predict");
 });
 
+test("replay asks for replay mode, even beside compare or endpoint, which its mode refuses", () => {
+  for (const replay of ["", "true", "yes"]) {
+    assert.equal(modeName({ compare: false, endpoint: null, replay }), "replay");
+  }
+  assert.equal(modeName({ compare: true, endpoint: null, replay: "" }), "replay");
+  assert.equal(modeName({ compare: false, endpoint: "/api", replay: "" }), "replay");
+  assert.equal(modeName({ compare: false, endpoint: null, replay: "false" }), "plain");
+  assert.equal(modeName({ compare: true, endpoint: null, replay: null }), "compare");
+  assert.equal(modeName({ compare: false, endpoint: null, predict: true, replay: "" }), "predict");
+});
+
 test("plain mode is in the bundle: there at once, never fetched", async () => {
   const plain = arrivedMode("plain");
   assert.equal(typeof plain?.create, "function");
@@ -29,4 +40,5 @@ test("the other modes have not arrived until a widget asks for them", () => {
   assert.equal(arrivedMode("compare"), null);
   assert.equal(arrivedMode("live"), null);
   assert.equal(arrivedMode("predict"), null);
+  assert.equal(arrivedMode("replay"), null);
 });

@@ -85,6 +85,28 @@ export interface RateLimitMismatchDetail {
 
 export type RateLimitMismatchEvent = CustomEvent<RateLimitMismatchDetail>;
 
+/** The detail of a `rate-limit-replay` event: a log played in replay mode, or stopped at a row it cannot read. */
+export interface RateLimitReplayDetail {
+  /** Requests replayed: allowed, denied and never fitting. */
+  requests: number;
+  /** Let through. */
+  allowed: number;
+  /** Refused, and would fit after a wait. */
+  denied: number;
+  /** Larger than the whole limit: refused whatever the wait. */
+  neverFit: number;
+  /** The first request refused (its place in the log, from 1, and its time), or null. */
+  firstRefused: { request: number; tMs: number } | null;
+  /** The longest wait a denial asked for, in ms, or null when none was denied. */
+  longestWaitMs: number | null;
+  /** The line `trickle replay` prints for the same log; null when the log stopped at an error. */
+  summary: string | null;
+  /** The message for the row the replay could not read, with its line; null when the whole log was played. */
+  error: string | null;
+}
+
+export type RateLimitReplayEvent = CustomEvent<RateLimitReplayDetail>;
+
 /** `<rate-limit-demo>`: a rate limit a reader can press, for API docs. */
 export class RateLimitDemo extends HTMLElement {
   static readonly observedAttributes: readonly string[];
@@ -104,6 +126,8 @@ export class RateLimitDemo extends HTMLElement {
   costs: string | null;
   /** Compare mode; true adds the attribute, false removes it. */
   compare: boolean;
+  /** The `replay` attribute as written ("" when bare); null when replay mode is off. */
+  replay: string | null;
   /** Live mode's URL as written; null when live mode is off. */
   endpoint: string | null;
   /** The `client-id` attribute as written; null for a random id per widget. */
@@ -129,6 +153,7 @@ export class RateLimitDemo extends HTMLElement {
 export interface RateLimitDemoEventMap extends HTMLElementEventMap {
   "rate-limit-decision": RateLimitDecisionEvent;
   "rate-limit-mismatch": RateLimitMismatchEvent;
+  "rate-limit-replay": RateLimitReplayEvent;
 }
 
 /** Registers `<rate-limit-demo>` (or `tag`); does nothing when the tag is taken already. */
@@ -141,5 +166,6 @@ declare global {
   interface GlobalEventHandlersEventMap {
     "rate-limit-decision": RateLimitDecisionEvent;
     "rate-limit-mismatch": RateLimitMismatchEvent;
+    "rate-limit-replay": RateLimitReplayEvent;
   }
 }
