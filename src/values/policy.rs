@@ -15,14 +15,6 @@ use crate::values::decision::{Decision, Outcome};
 use crate::values::limit::{Limit, LimitError};
 use crate::values::text::{error_from_message, Text};
 
-/// The most limits one policy holds: a burst, a sustained rate and a daily quota fit with
-/// room to spare, and every limit is one more state per key, and one more bucket a Redis
-/// script reads in the same round trip.
-pub const MAX_LIMITS: usize = 8;
-
-/// The longest name a limit may have.
-pub const MAX_NAME_LEN: usize = 32;
-
 /// One or more named limits that every request must fit, all of them or none.
 ///
 /// ```
@@ -44,11 +36,19 @@ pub const MAX_NAME_LEN: usize = 32;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Policy {
-    /// In the order written; never empty, never more than [`MAX_LIMITS`], names distinct.
+    /// In the order written; never empty, never more than [`Policy::MAX_LIMITS`], names distinct.
     limits: Vec<(String, Limit)>,
 }
 
 impl Policy {
+    /// The most limits one policy holds: a burst, a sustained rate and a daily quota fit with
+    /// room to spare, and every limit is one more state per key, and one more bucket a Redis
+    /// script reads in the same round trip.
+    pub const MAX_LIMITS: usize = 8;
+
+    /// The longest name a limit may have.
+    pub const MAX_NAME_LEN: usize = 32;
+
     /// A policy of the one `limit`, named by its text.
     pub fn single(limit: Limit) -> Policy {
         Policy {
@@ -56,14 +56,14 @@ impl Policy {
         }
     }
 
-    /// A policy of `limits`, each named by its text: 1 to [`MAX_LIMITS`] limits, no two
+    /// A policy of `limits`, each named by its text: 1 to [`Policy::MAX_LIMITS`] limits, no two
     /// alike.
     pub fn new(limits: impl IntoIterator<Item = Limit>) -> Result<Policy, PolicyError> {
         Policy::named(limits.into_iter().map(|limit| (limit.text(), limit)))
     }
 
-    /// A policy of `limits` under the names given: 1 to [`MAX_LIMITS`] limits, the names
-    /// distinct, each 1 to [`MAX_NAME_LEN`] characters of `a-z`, `0-9`, `_`, `-`, `.`
+    /// A policy of `limits` under the names given: 1 to [`Policy::MAX_LIMITS`] limits, the names
+    /// distinct, each 1 to [`Policy::MAX_NAME_LEN`] characters of `a-z`, `0-9`, `_`, `-`, `.`
     /// (or a limit's own text).
     pub fn named<N: Into<String>>(
         limits: impl IntoIterator<Item = (N, Limit)>,
@@ -71,7 +71,7 @@ impl Policy {
         let mut named: Vec<(String, Limit)> = Vec::new();
         for (name, limit) in limits {
             let name = name.into();
-            if named.len() == MAX_LIMITS {
+            if named.len() == Policy::MAX_LIMITS {
                 return Err(PolicyError::TooManyLimits);
             }
             if name != limit.text() && !is_name(&name) {
@@ -147,7 +147,7 @@ impl From<Limit> for Policy {
 /// `a-z`, `0-9`, `_`, `-` and `.`, starting with a letter: a name that is a Structured Field
 /// token, a Prometheus label value and a Redis key part without escaping.
 fn is_name(name: &str) -> bool {
-    name.len() <= MAX_NAME_LEN
+    name.len() <= Policy::MAX_NAME_LEN
         && name
             .bytes()
             .next()
@@ -204,12 +204,12 @@ impl fmt::Display for Policy {
 pub enum PolicyError {
     /// No limit at all.
     Empty,
-    /// More than [`MAX_LIMITS`] limits.
+    /// More than [`Policy::MAX_LIMITS`] limits.
     TooManyLimits,
     /// The `position`th limit (from 1) is not a limit.
     BadLimit { position: usize, error: LimitError },
     /// A name with characters other than `a-z`, `0-9`, `_`, `-`, `.`, not starting with a
-    /// letter, or longer than [`MAX_NAME_LEN`].
+    /// letter, or longer than [`Policy::MAX_NAME_LEN`].
     BadName { name: String },
     /// Two limits under one name (two limits written alike, or one name given twice).
     DuplicateName { name: String },
@@ -228,7 +228,7 @@ impl PolicyError {
                 .push(POLICY_FORM),
             PolicyError::TooManyLimits => text
                 .push("a policy holds at most ")
-                .number(MAX_LIMITS as u64)
+                .number(Policy::MAX_LIMITS as u64)
                 .push(" limits"),
             PolicyError::BadLimit { position, error } => {
                 text.push("limit ")
@@ -240,7 +240,7 @@ impl PolicyError {
                 .push("limit name ")
                 .quoted(name)
                 .push(" must be 1 to ")
-                .number(MAX_NAME_LEN as u64)
+                .number(Policy::MAX_NAME_LEN as u64)
                 .push(" characters of a-z, 0-9, _, - and ., starting with a letter"),
             PolicyError::DuplicateName { name } => text
                 .push("two limits named ")
