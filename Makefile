@@ -177,10 +177,12 @@ semver: setup-test
 		$(foreach crate,$(SEMVER_CRATES),--package $(crate)) --all-features
 
 # The oldest Rust the crates declare (`rust-version` in Cargo.toml) builds every crate, its
-# tests and its examples; scripts/setup.sh test installs that toolchain through rustup.
+# tests and its examples; scripts/setup.sh test installs that toolchain through rustup. Its
+# own target folder: in `make test` it runs while the native tests compile their doc tests
+# against target/debug, where another build of the same crates would be found beside theirs.
 MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv: setup-test
-	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis
 
 # Unit, integration, CLI, Redis (a private redis-server each test starts), the tower layer
 # through real HTTP (with its Redis backend, a feature) and doc tests, natively.
