@@ -126,21 +126,27 @@ docs: package
 
 # Two cores. First, in order, what the rest needs built or what is quick to fail: the JS unit
 # suites, formatting, clippy, the native tests compiled (not run), the API docs, the site and
-# the docs site. Then four lanes side by side, each printed whole when it ends: the native
-# tests run (cargo lets go of the build folder while they run); the registry dry runs, the
-# declared Rust version and the API's semver check, then the WebAssembly boundary tests; the
-# loom model (its own target folder); and the end-to-end suite, which keeps about one core
-# busy (Chromium waits on its pages). Everything but the end-to-end suite and the native
-# tests runs at the lowest priority, so the browser's timings are not the ones that stretch.
-# The lanes call the `-run` targets, which build nothing: a package rebuilt while Chromium
-# reads it would be a flaky test.
+# the docs site. Then four lanes side by side, each printed whole when it ends:
+# - the native tests run (cargo lets go of the build folder while they run), then the
+#   registry dry runs and the declared Rust version, which build in the same target folder
+#   and so must not start before the doc tests have been compiled against it;
+# - the API's semver check (its own target folder), then the WebAssembly boundary tests;
+# - the loom model (its own target folder);
+# - the end-to-end suite, which keeps about one core busy (Chromium waits on its pages).
+# Everything but the end-to-end suite and the native tests runs at the lowest priority, so the
+# browser's timings are not the ones that stretch. The lanes call the `-run` targets, which
+# build nothing: a package rebuilt while Chromium reads it would be a flaky test.
 test: setup-test js-unit fmt clippy unit-build doc site docs
-	$(MAKE) -j4 --output-sync=target unit-run checks-low loom-low e2e-run
+	$(MAKE) -j4 --output-sync=target native-lane checks-low loom-low e2e-run
 
-.PHONY: unit-build unit-run checks-low loom-low e2e-run clippy semver msrv publish-check-run \
-	wasm-node-run wasm-browser-run
+.PHONY: unit-build unit-run native-lane checks-low loom-low e2e-run clippy semver msrv \
+	publish-check-run wasm-node-run wasm-browser-run
+native-lane:
+	$(MAKE) -j1 --no-print-directory unit-run
+	nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv
+
 checks-low:
-	nice -n 19 $(MAKE) --no-print-directory publish-check-run msrv semver wasm-node-run wasm-browser-run
+	nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run
 
 loom-low:
 	nice -n 19 $(MAKE) --no-print-directory loom
@@ -177,12 +183,10 @@ semver: setup-test
 		$(foreach crate,$(SEMVER_CRATES),--package $(crate)) --all-features
 
 # The oldest Rust the crates declare (`rust-version` in Cargo.toml) builds every crate, its
-# tests and its examples; scripts/setup.sh test installs that toolchain through rustup. Its
-# own target folder: in `make test` it runs while the native tests compile their doc tests
-# against target/debug, where another build of the same crates would be found beside theirs.
+# tests and its examples; scripts/setup.sh test installs that toolchain through rustup.
 MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv: setup-test
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis
+	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis
 
 # Unit, integration, CLI, Redis (a private redis-server each test starts), the tower layer
 # through real HTTP (with its Redis backend, a feature) and doc tests, natively.
@@ -230,8 +234,14 @@ wasm-browser-run:
 publish-check: package
 	@$(MAKE) --no-print-directory publish-check-run
 
+# The local registry's sources that cargo unpacked on an earlier run are dropped first: cargo
+# keeps them by name and version only, so a crate changed since, still at 0.1.0, would be
+# verified as it was. The verification builds the packed crates in target/debug, where the
+# doc tests' rustdoc would find a second trickle_core beside the workspace's (E0460): in
+# `make test` it runs after them.
 publish-check-run:
 	node scripts/packaging.mjs
+	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/trickle-*
 	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client
 	cd $(PACKAGE_DIR) && npm publish --dry-run --ignore-scripts
 
