@@ -78,15 +78,16 @@ replay: cli
 	@if command -v column >/dev/null; then column -s, -t < target/replay.csv; else cat target/replay.csv; fi
 	@cat target/replay.summary
 
-# What a docs page downloads for one widget, gzip -9 as a server would send it, and what
-# compare mode and live mode each add; then docs/figures/size.json for the docs, with where
-# the bytes go (each module of the bundle, the wasm's code and data).
+# What a docs page downloads for one widget, gzip -9 and brotli -11 as a server or a CDN
+# would send it, and what each mode fetched on first use adds (every dist/*.js that is not
+# one of the package's entries: compare, live, and any mode added since); then
+# docs/figures/size.json for the docs, with where the bytes go (each module of the bundle,
+# the wasm's code and data).
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
-	@echo "compare mode adds:"
-	@scripts/size.sh --json target/package/size-compare.json $(PACKAGE_DIR)/dist/compare.js
-	@echo "live mode adds:"
-	@scripts/size.sh --json target/package/size-live.json $(PACKAGE_DIR)/dist/live.js
+	@for chunk in $$(node scripts/size-figures.mjs --chunks); do \
+		mode=$$(basename "$$chunk" .js); echo "$$mode mode adds:"; \
+		scripts/size.sh --json "target/package/size-$$mode.json" "$$chunk" || exit 1; done
 	@node scripts/size-figures.mjs
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,

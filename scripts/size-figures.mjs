@@ -2,18 +2,20 @@
 // of each file, as a server would send it) and from the build itself, so that the docs can say
 // where the bytes go without anyone measuring by hand:
 //
-// - each file a page may download: the widget's module and wasm (what every page pays, and
-//   their total against the goal), compare mode's and live mode's modules (only where a
-//   widget asks for them);
+// - each file a page may download, gzip -9 and brotli -11: the widget's module and wasm (what
+//   every page pays, and their total against the goal), and each module of a mode fetched on
+//   first use (every dist/*.js that is not one of the package's entries: compare, live, and
+//   whatever mode is added next), only where a widget asks for it;
 // - each source module of the widget's bundle: its minified bytes in the bundle (esbuild's
 //   metafile, target/package/meta.json) and the same module minified and gzipped on its own,
 //   which says roughly what it adds to the download;
 // - the wasm's code and data sections before gzip (its functions and its constant tables).
 //
-//   node scripts/size-figures.mjs      after scripts/size.sh --json (see the Makefile)
+//   node scripts/size-figures.mjs           after scripts/size.sh --json (see the Makefile)
+//   node scripts/size-figures.mjs --chunks  the modes' files, one path a line, for the Makefile
 
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,13 +29,34 @@ const DIST = join(ROOT, "packages", "rate-limit-demo", "dist");
 /** What a page with one widget may download at most, gzipped: the goal `make bench` checks. */
 export const SIZE_GOAL_BYTES = 20_480;
 
-/** What each downloadable file is, as the docs' table names it. */
-const FILES = [
-  ["rate-limit-demo.js", "`rate-limit-demo.js` (element, limiter, wasm-bindgen's glue, styles)", "size.json"],
-  ["trickle_bg.wasm", "`trickle_bg.wasm`", "size.json"],
-  ["compare.js", "`compare.js`, only for compare mode", "size-compare.json"],
-  ["live.js", "`live.js`, only for live mode (`endpoint`)", "size-live.json"],
+/** What every page with a widget downloads, as the docs' table names it. */
+const ALWAYS = [
+  ["rate-limit-demo.js", "`rate-limit-demo.js` (element, limiter, wasm-bindgen's glue, styles)"],
+  ["trickle_bg.wasm", "`trickle_bg.wasm`"],
 ];
+
+/** What a mode's attribute is, where the mode's name alone does not say it. */
+const MODE_ATTRIBUTES = { live: "`endpoint`" };
+
+/**
+ * The files of the modes fetched on first use: every dist/*.js that is not one of the
+ * package's entries (its manifest's `exports`). www/build.mjs makes one per dynamic import,
+ * so a new mode is measured without an edit here.
+ */
+export function chunks() {
+  const manifest = JSON.parse(readFileSync(join(ROOT, "packages", "rate-limit-demo", "package.json"), "utf8"));
+  const entries = new Set(
+    Object.values(manifest.exports)
+      .map((target) => (typeof target === "string" ? target : target.default))
+      .map((path) => basename(path)),
+  );
+  return readdirSync(DIST)
+    .filter((name) => name.endsWith(".js") && !entries.has(name))
+    .sort();
+}
+
+/** The JSON scripts/size.sh wrote for a mode's file (see the Makefile). */
+const chunkJson = (name) => `size-${name.replace(/\.js$/, "")}.json`;
 
 /** What each module of the widget's bundle is. */
 const MODULES = {
@@ -115,20 +138,28 @@ function wasmSections(file) {
 
 export async function sizeFigures() {
   const files = {};
-  for (const [name, , json] of FILES) {
+  const lazy = chunks().map((name) => {
+    const mode = name.replace(/\.js$/, "");
+    const attribute = MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : "";
+    return [name, `\`${name}\`, only for ${mode} mode${attribute}`, chunkJson(name)];
+  });
+  for (const [name, , json] of [...ALWAYS.map(([name, label]) => [name, label, "size.json"]), ...lazy]) {
     const row = measured(json).files.find((file) => file.file === name);
     if (!row) throw new Error(`target/package/${json} does not measure ${name}`);
     files[name] = row;
   }
   const total = files["rate-limit-demo.js"].gzip + files["trickle_bg.wasm"].gzip;
+  const totalBrotli = files["rate-limit-demo.js"].brotli + files["trickle_bg.wasm"].brotli;
   const figures = {
     "total.gzip": bytes(total),
+    "total.brotli": bytes(totalBrotli),
     goal: bytes(SIZE_GOAL_BYTES),
     verdict: total <= SIZE_GOAL_BYTES ? "met" : `missed by ${bytes(total - SIZE_GOAL_BYTES)}`,
   };
-  for (const [name, { bytes: raw, gzip }] of Object.entries(files)) {
+  for (const [name, { bytes: raw, gzip, brotli }] of Object.entries(files)) {
     figures[`${name}.bytes`] = bytes(raw);
     figures[`${name}.gzip`] = bytes(gzip);
+    figures[`${name}.brotli`] = bytes(brotli);
   }
   const sections = wasmSections(join(DIST, "trickle_bg.wasm"));
   figures["wasm.code"] = bytes(sections.code);
@@ -140,12 +171,14 @@ export async function sizeFigures() {
     figures[`module.${name}.gzip`] = bytes(gzip);
   }
 
+  const row = ([name, label]) =>
+    `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} | ${number(files[name].brotli)} |`;
   const filesTable = [
-    "| file | bytes | gzip -9 |",
-    "|---|---:|---:|",
-    ...FILES.slice(0, 2).map(([name, label]) => `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} |`),
-    `| total, what every page with a widget downloads | | **${number(total)}** |`,
-    ...FILES.slice(2).map(([name, label]) => `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} |`),
+    "| file | bytes | gzip -9 | brotli -11 |",
+    "|---|---:|---:|---:|",
+    ...ALWAYS.map(row),
+    `| total, what every page with a widget downloads | | **${number(total)}** | **${number(totalBrotli)}** |`,
+    ...lazy.map(row),
   ].join("\n");
   const modulesTable = [
     "| module of `rate-limit-demo.js` | what it is | minified, in the bundle | gzip -9 on its own |",
@@ -155,7 +188,9 @@ export async function sizeFigures() {
   return { figures, tables: { files: filesTable, modules: modulesTable } };
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "--chunks") {
+  for (const name of chunks()) console.log(join(DIST, name));
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   write("size", "make size", await sizeFigures());
   console.log("wrote docs/figures/size.json");
 }
