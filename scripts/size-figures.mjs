@@ -9,7 +9,10 @@
 // - each source module of the widget's bundle: its minified bytes in the bundle (esbuild's
 //   metafile, target/package/meta.json) and the same module minified and gzipped on its own,
 //   which says roughly what it adds to the download;
-// - the wasm's code and data sections before gzip (its functions and its constant tables).
+// - the wasm's code and data sections before gzip (its functions and its constant tables),
+//   and its code by part (the algorithms, parsing, wasm-bindgen's runtime, …) and by
+//   function, from a copy optimised alike that keeps the functions' names
+//   (target/package/trickle_bg.named.wasm, which `make wasm` writes).
 //
 //   node scripts/size-figures.mjs           after scripts/size.sh --json (see the Makefile)
 //   node scripts/size-figures.mjs --chunks  the modes' files, one path a line, for the Makefile
@@ -136,6 +139,94 @@ function wasmSections(file) {
   return sizes;
 }
 
+/** The functions of a WebAssembly module with a name section: `{ name, bytes }` each. */
+function wasmFunctions(file) {
+  const wasm = readFileSync(file);
+  let at = 8;
+  const leb = () => {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = wasm[at++];
+      value += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return value;
+    }
+  };
+  const skipName = () => {
+    const length = leb();
+    at += length;
+  };
+  let imported = 0;
+  const bodies = [];
+  const names = new Map();
+  while (at < wasm.length) {
+    const id = wasm[at++];
+    const size = leb();
+    const end = at + size;
+    if (id === 2) {
+      for (let count = leb(); count > 0; count--) {
+        skipName();
+        skipName();
+        const kind = wasm[at++];
+        if (kind === 0) {
+          imported++;
+          leb();
+        } else if (kind === 1 || kind === 2) {
+          if (kind === 1) at++; // a table's element type
+          const flags = leb();
+          leb();
+          if (flags & 1) leb();
+        } else {
+          at += 2;
+        }
+      }
+    } else if (id === 10) {
+      for (let count = leb(); count > 0; count--) {
+        // A function's bytes: its body and the number before it that gives its length.
+        const start = at;
+        const body = leb();
+        at += body;
+        bodies.push(at - start);
+      }
+    } else if (id === 0) {
+      const length = leb();
+      const section = wasm.subarray(at, at + length).toString();
+      at += length;
+      while (section === "name" && at < end) {
+        const kind = wasm[at++];
+        const length = leb();
+        const next = at + length;
+        if (kind === 1) {
+          for (let count = leb(); count > 0; count--) {
+            const index = leb();
+            const length = leb();
+            names.set(index, wasm.subarray(at, at + length).toString());
+            at += length;
+          }
+        }
+        at = next;
+      }
+    }
+    at = end;
+  }
+  return bodies.map((bytes, index) => ({ name: names.get(index + imported) ?? `#${index + imported}`, bytes }));
+}
+
+/** The part of the module a function belongs to, from its (mangled) name; the first match. */
+const WASM_PARTS = [
+  ["the exports (each with what the compiler inlined into it)", /^(rawlimiter_|rawcosttable_|algorithms$|decision_buffer$)/],
+  ["wasm-bindgen's runtime (externref table, borrow flags, strings in and out)", /wasm_bindgen|wbindgen|externref/],
+  ["the algorithms and the bucket that dispatches over them", /trickle_core.*(algorithms|stores)/],
+  ["limits, algorithm names and cost tables: parsing and messages", /trickle_core/],
+  ["the binding's own: the decision buffer's writer, the allocator", /trickle_wasm/],
+  ["128-bit arithmetic (compiler builtins)", /compiler_builtins|^__(multi3|udivti3|umodti3|ashlti3|lshrti3)/],
+  ["Rust's alloc and core: strings, vectors, UTF-8", /./],
+];
+
+/** A function's name as a reader wants it: without the hashes that tell apart copies. */
+function readable(name) {
+  return name.replace(/::h[0-9a-f]{16}\b/g, "").replace(/\[[0-9a-f]{16}\]/g, "").replace(/\.\d+$/, "");
+}
+
 export async function sizeFigures() {
   const files = {};
   const lazy = chunks().map((name) => {
@@ -165,6 +256,14 @@ export async function sizeFigures() {
   figures["wasm.code"] = bytes(sections.code);
   figures["wasm.data"] = bytes(sections.data);
 
+  const functions = wasmFunctions(join(PACKAGE, "trickle_bg.named.wasm")).sort((a, b) => b.bytes - a.bytes);
+  const parts = WASM_PARTS.map(([label, pattern]) => ({ label, pattern, bytes: 0, count: 0 }));
+  for (const { name, bytes } of functions) {
+    const part = parts.find(({ pattern }) => pattern.test(name));
+    part.bytes += bytes;
+    part.count++;
+  }
+
   const bundle = await modules();
   for (const { name, bundled, gzip } of bundle) {
     figures[`module.${name}.bundled`] = bytes(bundled);
@@ -185,7 +284,20 @@ export async function sizeFigures() {
     "|---|---|---:|---:|",
     ...bundle.map(({ path, name, bundled, gzip }) => `| \`${path}\` | ${MODULES[name] ?? ""} | ${number(bundled)} | ${number(gzip)} |`),
   ].join("\n");
-  return { figures, tables: { files: filesTable, modules: modulesTable } };
+  const wasmPartsTable = [
+    "| part of `trickle_bg.wasm`'s code | functions | bytes |",
+    "|---|---:|---:|",
+    ...parts.filter(({ count }) => count > 0).map(({ label, count, bytes }) => `| ${label} | ${count} | ${number(bytes)} |`),
+  ].join("\n");
+  const wasmFunctionsTable = [
+    "| largest functions of `trickle_bg.wasm` | bytes |",
+    "|---|---:|",
+    ...functions.slice(0, 15).map(({ name, bytes }) => `| \`${readable(name)}\` | ${number(bytes)} |`),
+  ].join("\n");
+  return {
+    figures,
+    tables: { files: filesTable, modules: modulesTable, wasmParts: wasmPartsTable, wasmFunctions: wasmFunctionsTable },
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "--chunks") {
