@@ -317,7 +317,7 @@ figures["tti.ready"] = `${format(tti.readyMs)} ms`;
 figures["tti.resourcesDone"] = `${format(tti.resourcesDoneMs)} ms`;
 absolute(
   "tti.added",
-  `docs page: what the widget adds to the time to interactive (load event ended and first widget \`ready\`), medians of ${tti.loads} alternating loads with and without it (${format(tti.interactiveMs)} ms against ${format(tti.bareInteractiveMs)} ms)`,
+  `docs page: what the widget adds to the time to interactive (load event ended and first widget \`ready\`), the median of ${tti.loads} alternating pairs of loads with and without it (medians ${format(tti.interactiveMs)} ms and ${format(tti.bareInteractiveMs)} ms)`,
   tti.addedMs,
   "ms",
   40,
