@@ -50,9 +50,20 @@ wasm: setup
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(PKG)/trickle_bg.wasm
 	@printf '*' > $(PKG)/.gitignore
 
+# The replay mode's own WebAssembly (`--features replay`, crates/trickle-wasm/src/replay.rs),
+# www/pkg/trickle_replay*, fetched only by a widget with `replay`: the default module carries
+# none of it. Its own target folder, so that the two feature sets do not rebuild each other.
+WASM_REPLAY_OUT = target/wasm-replay/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
+.PHONY: wasm-replay
+wasm-replay: setup
+	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release \
+		--features replay --target-dir target/wasm-replay
+	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle_replay $(WASM_REPLAY_OUT)
+	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_replay_bg.wasm -o $(PKG)/trickle_replay_bg.wasm
+
 # The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
 # then `npm pack` into target/package/rate-limit-demo-<version>.tgz, the artifact.
-package: wasm
+package: wasm wasm-replay
 	node www/build.mjs
 
 # The docs page as a site a docs author would host: www/'s page beside the files of the
@@ -75,7 +86,8 @@ demo: site
 	@node scripts/serve.mjs $(SITE) $(PORT)
 
 # The replay CLI on an example request log: a client that fires too fast, meets 429s,
-# waits out Retry-After and recovers. Try: make replay LIMIT=150/15m EXAMPLE=your-log.csv
+# waits out Retry-After and recovers. Try: make replay LIMIT=150/15m EXAMPLE=your-log.csv (or
+# a browser's HAR export, such as examples/browser-session.har)
 replay: cli
 	@echo "Replaying $(EXAMPLE) against $(LIMIT) ($(ALGORITHM)):"
 	@./target/release/trickle replay --limit $(LIMIT) --algorithm $(ALGORITHM) $(EXAMPLE) \
@@ -85,14 +97,15 @@ replay: cli
 
 # What a docs page downloads for one widget, gzip -9 and brotli -11 as a server or a CDN
 # would send it, and what each mode fetched on first use adds (every dist/*.js that is not
-# one of the package's entries: compare, live, and any mode added since); then
+# one of the package's entries, with its own dist/trickle_<mode>_bg.wasm if it has one:
+# compare, live, predict, replay, and any mode added since); then
 # docs/figures/size.json for the docs, with where the bytes go (each module of the bundle,
 # the wasm's code and data).
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
-	@for chunk in $$(node scripts/size-figures.mjs --chunks); do \
-		mode=$$(basename "$$chunk" .js); echo "$$mode mode adds:"; \
-		scripts/size.sh --json "target/package/size-$$mode.json" "$$chunk" || exit 1; done
+	@node scripts/size-figures.mjs --chunks | while read -r mode files; do \
+		echo "$$mode mode adds:"; \
+		scripts/size.sh --json "target/package/size-$$mode.json" $$files || exit 1; done
 	@node scripts/size-figures.mjs
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,
@@ -155,6 +168,7 @@ clippy:
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release --features replay -- -D warnings
 	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
 # The public API of each library crate against the last release (the v0.1.0 tag; a clone
@@ -196,13 +210,14 @@ doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis
 
 # The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
-# Chromium. The suite names no environment, so the runner picks Node unless
-# WASM_BINDGEN_USE_BROWSER is set.
+# Chromium; replay mode's (tests/replay.rs, `--features replay`) under Node. The suite names
+# no environment, so the runner picks Node unless WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
 	@$(MAKE) --no-print-directory wasm-node-run
 
 wasm-node-run:
 	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web
+	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test replay --features replay
 
 wasm-browser: setup-test
 	@$(MAKE) --no-print-directory wasm-browser-run

@@ -42,9 +42,10 @@ const ALWAYS = [
 const MODE_ATTRIBUTES = { live: "`endpoint`" };
 
 /**
- * The files of the modes fetched on first use: every dist/*.js that is not one of the
- * package's entries (its manifest's `exports`). www/build.mjs makes one per dynamic import,
- * so a new mode is measured without an edit here.
+ * The modes fetched on first use, each with its files: every dist/*.js that is not one of the
+ * package's entries (its manifest's `exports`), and the mode's own WebAssembly beside it,
+ * dist/trickle_<mode>_bg.wasm, where it has one (replay mode). www/build.mjs makes one file
+ * per dynamic import, so a new mode is measured without an edit here.
  */
 export function chunks() {
   const manifest = JSON.parse(readFileSync(join(ROOT, "packages", "rate-limit-demo", "package.json"), "utf8"));
@@ -53,13 +54,19 @@ export function chunks() {
       .map((target) => (typeof target === "string" ? target : target.default))
       .map((path) => basename(path)),
   );
-  return readdirSync(DIST)
+  const dist = readdirSync(DIST);
+  return dist
     .filter((name) => name.endsWith(".js") && !entries.has(name))
-    .sort();
+    .sort()
+    .map((name) => {
+      const mode = name.replace(/\.js$/, "");
+      const wasm = `trickle_${mode}_bg.wasm`;
+      return { mode, files: dist.includes(wasm) ? [name, wasm] : [name] };
+    });
 }
 
 /** The JSON scripts/size.sh wrote for a mode's file (see the Makefile). */
-const chunkJson = (name) => `size-${name.replace(/\.js$/, "")}.json`;
+const chunkJson = (mode) => `size-${mode}.json`;
 
 /** What each module of the widget's bundle is. */
 const MODULES = {
@@ -229,10 +236,9 @@ function readable(name) {
 
 export async function sizeFigures() {
   const files = {};
-  const lazy = chunks().map((name) => {
-    const mode = name.replace(/\.js$/, "");
+  const lazy = chunks().flatMap(({ mode, files }) => {
     const attribute = MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : "";
-    return [name, `\`${name}\`, only for ${mode} mode${attribute}`, chunkJson(name)];
+    return files.map((name) => [name, `\`${name}\`, only for ${mode} mode${attribute}`, chunkJson(mode)]);
   });
   for (const [name, , json] of [...ALWAYS.map(([name, label]) => [name, label, "size.json"]), ...lazy]) {
     const row = measured(json).files.find((file) => file.file === name);
@@ -301,7 +307,7 @@ export async function sizeFigures() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "--chunks") {
-  for (const name of chunks()) console.log(join(DIST, name));
+  for (const { mode, files } of chunks()) console.log(mode, ...files.map((name) => join(DIST, name)));
 } else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   write("size", "make size", await sizeFigures());
   console.log("wrote docs/figures/size.json");

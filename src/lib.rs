@@ -54,11 +54,15 @@
 //!   ([`reservation`]), and the whole flow of a server that charges by status, the one the
 //!   tower layer and the docs widget run: [`flow`].
 //! - The algorithm chosen at run time: [`Limiter`] with an [`Algorithm`].
+//! - Several limits on the same requests, a burst and a sustained rate (`10/1s 1000/1h`),
+//!   decided all or nothing: a [`Policy`], in a [`PolicyLimiter`].
 //! - A bucket per key, and a limit per group: [`KeyedLimiter`], [`GroupedLimiter`]; shared
 //!   by a server's threads through `&self`: [`ConcurrentKeyedLimiter`].
 //! - The same code over any of those, or over buckets in Redis (`trickle_redis`): [`Store`].
 //! - ESI's cost by status and its headers: [`esi`].
 //! - How far an approximation strays from the exact sliding log: [`compare`].
+//! - A request log replayed: its rows and their messages ([`request_log`], CSV and HAR),
+//!   and the figures of the replay ([`replay`]).
 //! - What a response costs by its status, written as text: [`CostTable`] (its errors are in
 //!   [`costs`]).
 //! - The per-key state of each algorithm, for a keyed limiter of another algorithm than the
@@ -92,8 +96,8 @@ mod stores;
 mod values;
 
 pub use algorithms::reservation;
-pub use analysis::compare;
-pub use serving::{costs, esi, flow};
+pub use analysis::{compare, replay};
+pub use serving::{costs, esi, flow, request_log};
 
 pub mod state {
     //! What every algorithm does with a request, and the rule they all share.
@@ -122,9 +126,11 @@ pub use stores::bucket::{Bucket, FixedWindow, FloatingWindow, Limiter, SlidingLo
 pub use stores::concurrent::{ConcurrentKeyedLimiter, TooManyKeys};
 #[cfg(feature = "std")]
 pub use stores::keyed::{GroupedLimiter, KeyedLimiter};
+pub use stores::policy::{PolicyBucket, PolicyLimiter};
 pub use stores::store::{Op, Store};
 pub use values::decision::{Counters, Decision, Outcome};
 pub use values::limit::{Limit, LimitError};
+pub use values::policy::{Policy, PolicyDecision, PolicyError};
 pub use values::tokens::Tokens;
 
 // The Rust examples of the README and of the docs site's Rust chapter compile and run as

@@ -135,6 +135,8 @@ while (queue.length) {
 }
 await writeFile(join(OUT, "meta.json"), JSON.stringify(metafiles));
 await copyFile(WASM, join(DIST, "trickle_bg.wasm"));
+// Replay mode's own module, fetched by dist/replay.js alone (`make wasm-replay`).
+await copyFile(join(WWW, "pkg", "trickle_replay_bg.wasm"), join(DIST, "trickle_replay_bg.wasm"));
 for (const license of ["LICENSE-MIT", "LICENSE-APACHE"]) {
   await copyFile(join(REPO, license), join(PACKAGE, license));
 }

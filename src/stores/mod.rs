@@ -8,6 +8,7 @@ pub(crate) mod concurrent;
 pub(crate) mod keyed;
 #[cfg(feature = "std")]
 pub(crate) mod packed;
+pub(crate) mod policy;
 #[cfg(feature = "std")]
 pub(crate) mod seeded_hash;
 pub(crate) mod store;

@@ -1,5 +1,5 @@
 // The element's attributes, one table each: every bad value of limit, algorithm, cost, costs,
-// compare and algorithms is explained as text in place of the widget, and the text says what is
+// compare, algorithms and predict is explained as text in place of the widget, and the text says what is
 // allowed; no markup is parsed, no dialog opens, no NaN shows, nothing is thrown at the page,
 // and the page around it keeps working; a good value brings the widget back. Each value is
 // tried twice: written in the page's HTML, and set later on a working widget.
@@ -30,6 +30,14 @@ const noColon = (text, entry = text) =>
 /** The message for a `compare` that is neither on nor off. */
 const notOnOff = (text) =>
   `compare="${text}" is not allowed: compare is on or off (write compare, or leave it out); name the algorithms to compare in algorithms, e.g. algorithms="floating sliding-log"`;
+/** The message for a `predict` that is neither on nor off. */
+const predictOnOff = (text) =>
+  `predict="${text}" is not allowed: predict is on or off (write predict, or leave it out)`;
+const PREDICT_COMPARE =
+  "predict cannot be used with compare, which answers each Hit with several algorithms: leave compare out, and name the algorithm to predict in algorithm";
+/** The message for `predict` beside `endpoint`. */
+const predictLive = (endpoint) =>
+  `predict cannot be used with endpoint="${endpoint}": predict mode asks for the widget's own answer before each Hit, live mode shows a server's after it; leave one of them out`;
 /** The message for `algorithms` that names something else. */
 const notAnAlgorithm = (text, name) => `algorithms="${text}": "${name}" is not an algorithm; ${COMPARED}`;
 
@@ -167,6 +175,24 @@ const TABLES = {
       [{ limit: "9007199254740993/1s" }, `limit "9007199254740993/1s" ${TOO_LARGE}`],
     ],
   },
+  predict: {
+    good: { predict: null, compare: null, endpoint: null, replay: null, limit: "6/8s" },
+    rows: [
+      [{ predict: "yes" }, predictOnOff("yes")],
+      [{ predict: "0" }, predictOnOff("0")],
+      [{ predict: MARKUP }, predictOnOff(MARKUP)],
+      [{ predict: "", compare: "" }, PREDICT_COMPARE],
+      [{ predict: "true", compare: "true" }, PREDICT_COMPARE],
+      [{ predict: "", endpoint: "http://127.0.0.1:9/fittings" }, predictLive("http://127.0.0.1:9/fittings")],
+      [{ predict: "", endpoint: MARKUP }, predictLive(MARKUP)],
+      [
+        { replay: "", predict: "" },
+        "predict cannot be used with replay, which plays a log instead of the reader's presses: leave one of them out",
+      ],
+      // The widget's own checks come first.
+      [{ predict: "", limit: "6/8x" }, `limit "6/8x": unknown unit "x"; ${UNITS}`],
+    ],
+  },
 };
 
 let session;
@@ -243,6 +269,8 @@ async function assertPageUnharmed(page, problems, dialogs) {
  * message may quote a value such as "NaN/8s" back, the rest of the widget may not.
  */
 async function assertExplains(page, id, message) {
+  // A mode's own checks (predict mode's) run once its module has arrived.
+  await page.waitForFunction((id) => document.getElementById(id).shadowRoot.querySelector(".loading").hidden, id);
   const view = await shown(page, id);
   assert.equal(view.error, message, `${id}: the message`);
   assert.equal(view.errorVisible, true, `${id}: the error shows`);
@@ -335,6 +363,7 @@ describe("values at the edge that are accepted", () => {
       { limit: "6/8s", compare: "false" },
       { limit: "6/8s", costs: " esi" },
       { limit: "6/8s", costs: "200:2  4xx:5 404:1" },
+      { limit: "6/8s", predict: "false", compare: "" },
     ];
     const body = accepted
       .map((attributes, index) => `<rate-limit-demo id="edge-${index}"${attributeHTML(attributes)}></rate-limit-demo>`)
@@ -359,13 +388,15 @@ describe("values at the edge that are accepted", () => {
       "compare with algorithms, compare=\"true\", compare=\"false\"",
     );
     assert.deepEqual(
-      details.slice(8).map((detail) => [detail.status, detail.cost]),
+      details.slice(8, 10).map((detail) => [detail.status, detail.cost]),
       [
         [200, 2],
         [200, 2],
       ],
       "the first button of each cost table",
     );
+    assert.equal(details[10].decisions.length, 4, 'predict="false" is off: compare mode runs');
+    assert.equal(details[10].prediction, undefined);
     const buttons = await page.evaluate(() =>
       [...document.getElementById("edge-9").shadowRoot.querySelectorAll('[part~="hit"]')].map(
         (button) => button.textContent,

@@ -65,6 +65,13 @@ describe("under a strict Content-Security-Policy", () => {
     await page.clock.runFor(9_000);
     assert.match(await widget.locator('[part~="used"]').textContent(), /^[0-9.]+$/);
 
+    // Predict mode's module and its stylesheet, under the same policy.
+    const predict = page.locator("rate-limit-demo[predict]");
+    await predict.locator('[part~="guess"][data-guess="allowed"]').click();
+    await predict.locator('[part~="hit"]').click();
+    assert.match(await predict.locator('[part~="answer"]').textContent(), /^✓ Right: you said 200 OK\. 200 OK/);
+    assert.equal(await predict.locator('[part~="prediction"]').evaluate((box) => getComputedStyle(box).borderTopStyle), "solid");
+
     const esi = page.locator('rate-limit-demo[costs="esi"]');
     await esi.locator('[part~="hit"][data-status="404"]').click();
     assert.match(await esi.locator('[part~="answer"]').textContent(), /^404 Not Found/);

@@ -109,7 +109,8 @@ describe("the docs page", () => {
   it("loads without a console error and every widget becomes interactive", async () => {
     const { page, problems } = await open(session);
     const ready = await whenReady(page);
-    assert.deepEqual(ready, [true, true], "the 6/8s widget and the ESI one");
+    assert.deepEqual(ready, [true, true, true], "the 6/8s widget, the predict one and the ESI one");
+    assert.equal(await page.locator('#counting rate-limit-demo[limit="6/8s"][predict]').count(), 1);
     assert.equal(await page.locator('#try rate-limit-demo[limit="6/8s"]:not([costs])').count(), 1);
     assert.equal(await page.locator('rate-limit-demo[costs="esi"]').count(), 1);
     assert.equal(await page.locator("rate-limit-demo[compare]").count(), 0, "compare mode is the docs site's");
@@ -144,12 +145,14 @@ describe("the docs page", () => {
     await close();
   });
 
-  it("asks for nothing deeper than page → module → WebAssembly, and never for compare mode's module", async () => {
+  it("asks for nothing deeper than page → module → (WebAssembly, predict mode), and never for compare mode's module", async () => {
     // The docs page preloads the wasm, as docs/src/embedding.md advises: it starts with the
-    // page. No widget on it is in compare mode, so compare.js is never fetched.
+    // page. No widget on it is in compare mode, so compare.js is never fetched; its predict
+    // widget fetches predict mode's module.
     assert.deepEqual(await requestDepths(session, "index.html"), {
       "rate-limit-demo.js": 1,
       "trickle_bg.wasm": 1,
+      "predict.js": 2,
     });
     // The two lines alone: the module asks for the wasm, and nothing else is asked for.
     const twoLines = `<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>t</title>

@@ -2,8 +2,9 @@
 // geckodriver) and WebKit (WebKitGTK's MiniBrowser in an Xvfb, through WebKitWebDriver), over
 // W3C WebDriver (webdriver.mjs). A smoke test of what a reader does, on the release build as
 // `make site` lays it out: every widget gets ready, Hit pressed until a 429, the formula's
-// numbers, the Retry-After, and a token back once it has passed. The page's clock is the
-// engine's own (WebDriver has no fake one), so the wait is real: at most 8 s + 8/6 s.
+// numbers, the Retry-After, and a token back once it has passed; and predict mode, right and
+// wrong predictions and the score, chosen and pressed from the keyboard. The page's clock is
+// the engine's own (WebDriver has no fake one), so the wait is real: at most 8 s + 8/6 s.
 //
 // What each session reported (engine, version, driver) is written to target/e2e/engines.json;
 // the README's browser list is that file. A missing browser or driver fails the suite with
@@ -11,6 +12,7 @@
 
 import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { serve } from "../../scripts/serve.mjs";
@@ -20,6 +22,10 @@ import { ENGINES, launch } from "./webdriver.mjs";
 /** The "Try it" widget of the docs page: `limit="6/8s"`, the floating window, cost 1. */
 const WIDGET = "#try rate-limit-demo";
 const LIMIT = 6;
+/** The predict widget of the docs page, at the same limit. */
+const PREDICT = "rate-limit-demo[predict]";
+
+const { Key } = createRequire(import.meta.url)("selenium-webdriver");
 
 let server;
 const ran = [];
@@ -53,9 +59,9 @@ function collectDecisions(selector) {
   const text = (part) => element.shadowRoot.querySelector(`[part~="${part}"]`)?.textContent ?? null;
   window.__decisions = [];
   element.addEventListener("rate-limit-decision", ({ detail }) => {
-    const { allowed, status, used, previous, overlap, current, limit, remaining, retryAfterMs } = detail;
+    const { allowed, status, used, previous, overlap, current, limit, remaining, retryAfterMs, prediction } = detail;
     window.__decisions.push({
-      detail: { allowed, status, used, previous, overlap, current, limit, remaining, retryAfterMs },
+      detail: { allowed, status, used, previous, overlap, current, limit, remaining, retryAfterMs, prediction },
       shown: { previous: text("previous"), overlap: text("overlap"), current: text("current"), used: text("used") },
       answer: text("answer"),
     });
@@ -76,6 +82,35 @@ function hitButton(selector) {
   const button = document.querySelector(selector).shadowRoot.querySelector('[part~="hit"]');
   button.scrollIntoView({ block: "center", behavior: "instant" });
   return button;
+}
+
+/** The widget's part `part` (`[data-guess=…]` narrows it), scrolled into view as hitButton does. */
+function partOf(selector, part, guess) {
+  const narrow = guess ? `[data-guess="${guess}"]` : "";
+  const element = document.querySelector(selector).shadowRoot.querySelector(`[part~="${part}"]${narrow}`);
+  element.scrollIntoView({ block: "center", behavior: "instant" });
+  return element;
+}
+
+/** The text of the widget's part `part`. */
+function partTextOf(selector, part) {
+  return document.querySelector(selector).shadowRoot.querySelector(`[part~="${part}"]`).textContent;
+}
+
+/** Puts the focus on the prediction `guess`, as a reader's Tab would, and returns nothing. */
+function focusGuess(selector, guess) {
+  document.querySelector(selector).shadowRoot.querySelector(`[data-guess="${guess}"]`).focus();
+}
+
+/** Whether the prediction `guess` is chosen: its `aria-pressed`. */
+function guessPressed(selector, guess) {
+  return document.querySelector(selector).shadowRoot.querySelector(`[data-guess="${guess}"]`).getAttribute("aria-pressed");
+}
+
+/** What has the focus inside the widget: its part and its `data-guess`, or null. */
+function focusedPart(selector) {
+  const inner = document.querySelector(selector).shadowRoot.activeElement;
+  return inner ? [inner.getAttribute("part"), inner.dataset.guess ?? null].join(":") : null;
 }
 
 /** What the widget shows now, as text. */
@@ -201,6 +236,51 @@ for (const engine of ENGINES) {
       assert.deepEqual([again.detail.allowed, again.detail.status], [true, 200]);
       assert.match(again.answer, /200 OK/);
       assertFormulaAddsUp(again.shown, "at the press after");
+    });
+
+    check("predict mode: a right and a wrong prediction, the score, from the mouse and the keyboard", async () => {
+      const { driver } = browser;
+      await driver.executeScript(collectDecisions, PREDICT);
+      const latest = async (count) => {
+        const all = await driver.executeScript(decisions);
+        assert.equal(all.length, count, `${count} decisions`);
+        return all.at(-1);
+      };
+      const text = (part) => driver.executeScript(partTextOf, PREDICT, part);
+
+      // A Hit without a prediction sends nothing.
+      await (await driver.executeScript(partOf, PREDICT, "hit")).click();
+      assert.equal(await text("answer"), "Predict first: choose an answer above, then press Hit.");
+      assert.equal((await driver.executeScript(decisions)).length, 0);
+
+      // Clicked: 200 OK, and an empty bucket lets the request through.
+      await (await driver.executeScript(partOf, PREDICT, "guess", "allowed")).click();
+      await (await driver.executeScript(partOf, PREDICT, "hit")).click();
+      let decision = await latest(1);
+      assert.equal(decision.detail.allowed, true);
+      assert.deepEqual(decision.detail.prediction, { allowed: true, wait: null, correct: true, right: 1, asked: 1 });
+      assert.match(decision.answer, /^✓ Right: you said 200 OK\. 200 OK /);
+      assert.match(decision.answer, /and 0 \+ 1 ≤ 6\./);
+
+      // From the keyboard: Space on "429 within 2 s", Tab to Hit, Enter. Wrong: 5 were free.
+      await driver.executeScript(focusGuess, PREDICT, "soon");
+      await driver.actions().sendKeys(Key.SPACE).perform();
+      assert.equal(await driver.executeScript(guessPressed, PREDICT, "soon"), "true", "Space chose the prediction");
+      for (let n = 0; n < 3; n++) await driver.actions().sendKeys(Key.TAB).perform();
+      assert.equal(await driver.executeScript(focusedPart, PREDICT), "hit:", "Tab reaches Hit after the predictions");
+      await driver.actions().sendKeys(Key.ENTER).perform();
+      decision = await latest(2);
+      assert.equal(decision.detail.allowed, true);
+      assert.deepEqual(decision.detail.prediction, {
+        allowed: false,
+        wait: { fromMs: 0, toMs: 2_000 },
+        correct: false,
+        right: 1,
+        asked: 2,
+      });
+      assert.match(decision.answer, /^✗ Wrong: you said 429, but 5(\.\d+)? of 6 tokens were free, enough for 1/);
+      assert.match(decision.answer, /Score: 1 of 2 right\.$/);
+      assert.equal(await text("score"), "Score: 1 of 2 right.");
     });
   });
 }

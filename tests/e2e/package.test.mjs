@@ -57,11 +57,12 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare", "live"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "compare", "live", "predict", "replay"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
       "dist/trickle_bg.wasm",
+      "dist/trickle_replay_bg.wasm",
       "types/index.d.ts",
       "types/element.d.ts",
       "types/limiter.d.ts",
@@ -115,7 +116,18 @@ describe("its entries in Node", () => {
        }));`,
     );
     assert.deepEqual(result, {
-      observed: ["limit", "algorithm", "algorithms", "cost", "costs", "compare", "endpoint", "client-id"],
+      observed: [
+        "limit",
+        "algorithm",
+        "algorithms",
+        "cost",
+        "costs",
+        "compare",
+        "endpoint",
+        "client-id",
+        "predict",
+        "replay",
+      ],
       define: "function",
     });
   });
@@ -169,7 +181,7 @@ describe("its entries in Node", () => {
     );
     assert.equal(result.tagName, "rate-limit-demo");
     assert.deepEqual(result.attributes.sort(), result.observed.sort());
-    assert.deepEqual(result.events, ["rate-limit-decision", "rate-limit-mismatch"]);
+    assert.deepEqual(result.events, ["rate-limit-decision", "rate-limit-mismatch", "rate-limit-replay"]);
     assert.equal(result.private, 0);
   });
 });

@@ -89,3 +89,33 @@ export function assertShowable({ tokens, windowMs }, limitText) {
     `limit "${limitText}" is too large to show exactly: use at most ${most} tokens per window of at most ${most} ms`,
   );
 }
+
+/**
+ * Whether predict mode is on: a boolean attribute, as compare is. Predict mode asks before
+ * each Hit what the widget's own limiter will answer, so it refuses compare (several answers
+ * at once), endpoint (the answer comes from a server, later) and replay (a log plays, no one
+ * presses Hit). Read by predict.js, so that its messages are not in the bundle of a page
+ * without predict mode.
+ */
+export function readPredict(text, { compare, endpoint, replay = null }) {
+  if (text === null || text === "false") return false;
+  if (text !== "" && text !== "true" && text !== "predict") {
+    throw new Error(`predict="${text}" is not allowed: predict is on or off (write predict, or leave it out)`);
+  }
+  if (compare) {
+    throw new Error(
+      "predict cannot be used with compare, which answers each Hit with several algorithms: leave compare out, and name the algorithm to predict in algorithm",
+    );
+  }
+  if (endpoint !== null) {
+    throw new Error(
+      `predict cannot be used with endpoint="${endpoint}": predict mode asks for the widget's own answer before each Hit, live mode shows a server's after it; leave one of them out`,
+    );
+  }
+  if (replay !== null && replay !== "false") {
+    throw new Error(
+      "predict cannot be used with replay, which plays a log instead of the reader's presses: leave one of them out",
+    );
+  }
+  return true;
+}

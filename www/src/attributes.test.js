@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { assertShowable, readAlgorithms, readCompare, readCost } from "./attributes.js";
+import { assertShowable, readAlgorithms, readCompare, readCost, readPredict } from "./attributes.js";
 
 const KNOWN = ["floating", "sliding-log", "fixed", "token-bucket"];
 const none = { compare: false, algorithm: null, algorithms: null };
@@ -60,4 +60,20 @@ test("a limit past 2^53 − 1 tokens or ms is refused: JS could not show it exac
     () => assertShowable({ tokens: 2 ** 53, windowMs: 8000 }, "9007199254740993/8s"),
     /too large to show exactly/,
   );
+});
+
+test("predict is a boolean attribute, refused beside compare or endpoint", () => {
+  const alone = { compare: false, endpoint: null };
+  for (const on of ["", "true", "predict"]) assert.equal(readPredict(on, alone), true, on);
+  for (const off of [null, "false"]) assert.equal(readPredict(off, alone), false, String(off));
+  assert.throws(() => readPredict("yes", alone), /predict="yes" is not allowed: predict is on or off/);
+  assert.throws(() => readPredict("", { ...alone, compare: true }), /predict cannot be used with compare/);
+  assert.throws(
+    () => readPredict("", { ...alone, endpoint: "/api" }),
+    /predict cannot be used with endpoint="\/api"/,
+  );
+  assert.throws(() => readPredict("", { ...alone, replay: "" }), /predict cannot be used with replay/);
+  assert.equal(readPredict("", { ...alone, replay: "false" }), true);
+  // Off, it refuses nothing: compare and live mode keep their own checks.
+  assert.equal(readPredict("false", { compare: true, endpoint: "/api" }), false);
 });

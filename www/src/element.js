@@ -22,6 +22,8 @@ const OBSERVED = [
   "compare",
   "endpoint",
   "client-id",
+  "predict",
+  "replay",
 ];
 /** The property of each attribute: a page may set one before this module has loaded. */
 const PROPERTIES = OBSERVED.map((name) =>
@@ -60,10 +62,14 @@ function message(error) {
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
  * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
+ * @attr {boolean} predict - Predict mode: before each Hit the reader predicts the answer, `200 OK` (with `costs`, let through) or a 429 with the wait in one of three ranges (up to W/4, up to W/2, longer), and the Hit reveals the core's answer with whether the prediction was right, the sum that decided it, and the score. A Hit without a prediction sends nothing and asks for one. Works with `algorithm`, `cost` and `costs`; not with `compare`, `endpoint` or `replay`. `predict="false"` is off.
+ * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched only by a widget that asks for it, and its own WebAssembly module when a log first plays. Not with `compare`, `endpoint` or `predict`. `replay="false"` is off.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
- * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none.
+ * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none. In predict mode, with the reader's `prediction` and the score.
  * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
+ *
+ * @fires {CustomEvent<RateLimitReplayDetail>} rate-limit-replay - Replay mode: a log has been played, or stopped at a row it cannot read; bubbles and crosses shadow roots. Its detail has the counts (`requests`, `allowed`, `denied`, `neverFit`), `firstRefused` (`{ request, tMs }`, or null), `longestWaitMs` (or null), the CLI's `summary` line, and the `error` message (null when the whole log was played).
  *
  * @csspart panel - The card holding the live widget.
  * @csspart error - The message shown in place of the widget when it cannot run.
@@ -98,6 +104,19 @@ function message(error) {
  * @csspart model - Live mode: a cell of the model's answer.
  * @csspart match - Live mode: whether a field agrees: `same`, `differs`, or `–` when not compared.
  * @csspart differs - Live mode: a `match` cell whose field differs.
+ * @csspart prediction - Predict mode: the question before each Hit, its answers and the score.
+ * @csspart guess - Predict mode: an answer to predict, a toggle button with `aria-pressed` and `data-guess` (`allowed`, `soon`, `later`, `latest`).
+ * @csspart score - Predict mode: predictions right so far, of those made.
+ * @csspart verdict - Predict mode: in the answer, whether the prediction was right, and where it and the limiter's answer part.
+ * @csspart replay - Replay mode: the log's inputs, its timeline and figures.
+ * @csspart replay-file - Replay mode: the file input for a log.
+ * @csspart replay-input - Replay mode: the text area a log may be pasted into.
+ * @csspart replay-play - Replay mode: the button that plays the pasted log.
+ * @csspart replay-progress - Replay mode: how much of the log is played.
+ * @csspart replay-timeline - Replay mode: the requests allowed and refused over the log's span, the first 429 marked.
+ * @csspart replay-figures - Replay mode: the counts, the first 429 and the longest wait.
+ * @csspart replay-summary - Replay mode: the line `trickle replay` prints for the same log.
+ * @csspart replay-error - Replay mode: the message for a row the replay cannot read, with its line.
  *
  * @cssprop --rate-limit-demo-accent - Buttons, the sliding window, the gauge.
  * @cssprop --rate-limit-demo-allowed - 200 answers and allowed hits.
@@ -271,6 +290,18 @@ export class RateLimitDemo extends Base {
     this.#reflect("client-id", value);
   }
 
+  /** Whether predict mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
+  get predict() {
+    const text = this.getAttribute("predict");
+    return text !== null && text !== "false";
+  }
+  set predict(value) {
+    if (value === true || value === "" || value === "true") this.setAttribute("predict", "");
+    else if (value === false || value === null || value === undefined || value === "false") {
+      this.removeAttribute("predict");
+    } else this.setAttribute("predict", String(value));
+  }
+
   /** Whether compare mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
   get compare() {
     const text = this.getAttribute("compare");
@@ -281,6 +312,14 @@ export class RateLimitDemo extends Base {
     else if (value === false || value === null || value === undefined || value === "false") {
       this.removeAttribute("compare");
     } else this.setAttribute("compare", String(value));
+  }
+
+  /** The `replay` attribute as written, or null: replay mode is off. @type {string | null} */
+  get replay() {
+    return this.getAttribute("replay");
+  }
+  set replay(value) {
+    this.#reflect("replay", value);
   }
 
   connectedCallback() {
@@ -317,7 +356,8 @@ export class RateLimitDemo extends Base {
    * Sends one request, as pressing Hit does, and returns the event's detail; null while the
    * element is loading or shows an error. With `costs`, `status` (default: the table's first)
    * is what the server answers, and must be one the table prices. In live mode the request
-   * goes to the server and this returns null: the event follows its answer.
+   * goes to the server and this returns null: the event follows its answer. In predict mode,
+   * until the reader has chosen a prediction, nothing is sent and this returns null.
    * @param {number} [status]
    */
   hit(status) {
@@ -443,7 +483,12 @@ export class RateLimitDemo extends Base {
       compare: compare,
       host: this.#host,
     };
-    const name = modeName({ compare, endpoint: attribute("endpoint") });
+    const name = modeName({
+      compare,
+      endpoint: attribute("endpoint"),
+      predict: this.predict,
+      replay: attribute("replay"),
+    });
     const module = arrivedMode(name);
     if (module) {
       this.#build(module, context);
@@ -478,7 +523,8 @@ export class RateLimitDemo extends Base {
       return;
     }
     this.#mode = mode;
-    if (module.sheet) this.#root.adoptedStyleSheets = [baseSheet, module.sheet];
+    // A mode's sheet goes when another mode takes over: predict mode's hides a part of plain's.
+    this.#root.adoptedStyleSheets = module.sheet ? [baseSheet, module.sheet] : [baseSheet];
     if (mode.element) (mode.place === "answer" ? this.#answer : this.#single.element).after(mode.element);
     this.#buildHeading(context.limiters[0]);
     this.#buildButtons();

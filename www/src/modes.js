@@ -1,6 +1,6 @@
 // The widget's modes, and the one way a mode other than the default is fetched: by a dynamic
 // import the first time a widget on the page asks for it, so that a page of plain widgets
-// never downloads compare or live mode. www/build.mjs finds the modes' files from the
+// never downloads compare, live, predict or replay mode. www/build.mjs finds the modes' files from the
 // dynamic imports below, each bundled as a file of its own.
 //
 // A mode module exports `create(context)` and, when it has one, `styles` (its stylesheet's
@@ -29,6 +29,8 @@ import * as plain from "./plain.js";
 const LAZY = {
   compare: () => import("./compare.js"),
   live: () => import("./live.js"),
+  predict: () => import("./predict.js"),
+  replay: () => import("./replay.js"),
 };
 
 /** Each mode module once it has arrived, with its stylesheet made: `{ create, sheet }`. */
@@ -36,10 +38,15 @@ const arrived = { plain: { create: plain.create, sheet: null } };
 const loading = {};
 
 /**
- * The mode a widget's attributes ask for: live with `endpoint` (which refuses `compare`,
- * with a message, once built), compare with `compare`, else plain.
+ * The mode a widget's attributes ask for: predict with `predict` (which refuses `compare`,
+ * `endpoint` and `replay`, with a message, once built), replay with `replay` (the
+ * attribute's text, on unless absent or "false"; its mode refuses `compare` and `endpoint`),
+ * live with `endpoint` (which refuses `compare`), compare with `compare`, else plain. A
+ * mode's own checks live in its module, which a page of plain widgets never fetches.
  */
-export function modeName({ compare, endpoint }) {
+export function modeName({ compare, endpoint, predict, replay = null }) {
+  if (predict) return "predict";
+  if (replay !== null && replay !== "false") return "replay";
   if (endpoint !== null) return "live";
   return compare ? "compare" : "plain";
 }

@@ -258,7 +258,8 @@ fn the_summary_goes_to_stderr() {
     assert_eq!(run.code, 0);
     assert_eq!(
         run.stderr,
-        "replayed 3 requests against 4/1s (fixed): 1 allowed, 1 denied, 1 never fit\n"
+        "replayed 3 requests against 4/1s (fixed): 1 allowed, 1 denied, 1 never fit; \
+         first 429 at request 2, t_ms 400; longest wait 600 ms\n"
     );
     assert!(run.stdout.lines().all(|line| line.split(',').count() == 6));
 
@@ -266,7 +267,7 @@ fn the_summary_goes_to_stderr() {
     let run = trickle(&["replay", "--limit", "6/8000ms"], "t_ms,cost\n0,1\n");
     assert_eq!(
         run.stderr,
-        "replayed 1 request against 6/8s (floating): 1 allowed, 0 denied, 0 never fit\n"
+        "replayed 1 request against 6/8s (floating): 1 allowed, 0 denied, 0 never fit; no 429\n"
     );
 }
 
@@ -309,7 +310,8 @@ fn compare_adds_the_references_answer() {
     assert_eq!(run.stdout, format!("{}\n", expected.join("\n")));
     assert_eq!(
         run.stderr,
-        "replayed 6 requests against 2/1s (floating): 3 allowed, 2 denied, 1 never fit\n\
+        "replayed 6 requests against 2/1s (floating): 3 allowed, 2 denied, 1 never fit; \
+         first 429 at request 4, t_ms 1505; longest wait 495 ms\n\
          floating against sliding-log: 6 requests, 1 wrongly allowed (16.667%), 1 wrongly \
          limited (16.667%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)\n\
          floating judged on sliding-log's history: 2 wrongly allowed (33.333%), 0 wrongly \
@@ -825,8 +827,16 @@ fn the_help_example_is_what_the_binary_prints() {
     let help = trickle(&["--help"], "").stdout;
     let input = "t_ms,status\n0,200\n1000,200\n2000,404\n2500,429\n13000,200\n";
     let run = trickle(&["replay", "--limit", "6/8s"], input);
-    for line in run.stdout.lines().chain(run.stderr.lines()) {
+    for line in run.stdout.lines() {
         assert!(help.contains(&format!("  {line}\n")), "help lacks {line:?}");
+    }
+    // The summary is wider than the help: compared with its lines joined again.
+    let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for line in run.stderr.lines() {
+        assert!(
+            squeeze(&help).contains(&squeeze(line)),
+            "help lacks {line:?}"
+        );
     }
 }
 
@@ -879,4 +889,117 @@ fn version() {
         run.stdout,
         format!("trickle {}\n", env!("CARGO_PKG_VERSION"))
     );
+}
+
+/// A HAR, as a browser's network panel exports it, out of order as a HAR may be, with an
+/// entry that got no response. Sorted, relative to the earliest, 3/1s on the sliding log:
+///
+///   0     304, cost 1: 1 in use, 2 left
+///   500   200, cost 2: 3 in use, 0 left
+///   700   429, cost 0: always fits
+///   800   200, cost 2: 3 + 2 > 3, denied until 500's tokens leave at 1500: retry 700
+///   900   status 0 (blocked): left out
+///   1100  404, cost 5 > 3: never; 0's token left at 1000, so 2 in use, 1 left
+/// The third entry's time is written with an offset: 11:00:00.700+01:00 is 10:00:00.700Z.
+#[test]
+fn a_har_is_replayed_in_time_order_and_priced_by_status() {
+    let entry = |started: &str, status: i64| {
+        format!(
+            r#"{{"startedDateTime": "{started}", "request": {{"method": "GET", "url": "https://esi.example/"}}, "response": {{"status": {status}}}}}"#
+        )
+    };
+    let har = format!(
+        r#"  {{"log": {{"version": "1.2", "entries": [{}, {}, {}, {}, {}, {}]}}}}"#,
+        entry("2026-12-04T10:00:00.500Z", 200),
+        entry("2026-12-04T10:00:00.000Z", 304),
+        entry("2026-12-04T11:00:00.700+01:00", 429),
+        entry("2026-12-04T10:00:00.800Z", 200),
+        entry("2026-12-04T10:00:00.900Z", 0),
+        entry("2026-12-04T10:00:01.100Z", 404),
+    );
+    let args = ["replay", "--limit", "3/1s", "--algorithm", "sliding-log"];
+    let run = trickle(&args, &har);
+    assert_no_panic(&run, "har");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        csv(&[
+            "0,1,true,1.000,2,",
+            "500,2,true,3.000,0,",
+            "700,0,true,3.000,0,",
+            "800,2,false,3.000,0,700",
+            "1100,5,false,2.000,1,never",
+        ])
+    );
+    assert_eq!(
+        run.stderr,
+        "replayed 5 requests against 3/1s (sliding-log): 3 allowed, 1 denied, 1 never fit; \
+         first 429 at request 4, t_ms 800; longest wait 700 ms\n"
+    );
+
+    // From a file, as from stdin.
+    let dir = std::env::temp_dir().join(format!("trickle-har-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("session.har");
+    std::fs::write(&file, &har).unwrap();
+    let from_file = trickle(&[&args[..], &[file.to_str().unwrap()]].concat(), "");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        (from_file.stdout, from_file.stderr),
+        (run.stdout, run.stderr)
+    );
+}
+
+#[test]
+fn a_bad_har_names_the_entry() {
+    #[rustfmt::skip]
+    let cases = [
+        ("not JSON", "{ \"log\": ",
+            "line 1: the input starts with { but is not JSON, as a HAR is: EOF while parsing"),
+        ("no entries", "{\"log\": {\"version\": \"1.2\"}}",
+            "the input is JSON but not a HAR: it has no log.entries list; export the requests from the browser's network panel as HAR, or give a CSV log, t_ms,cost or t_ms,status"),
+        ("a time that is not one", r#"{"log": {"entries": [{"startedDateTime": "2026-12-04T10:00:00Z", "response": {"status": 200}}, {"startedDateTime": "yesterday", "response": {"status": 200}}]}}"#,
+            "entry 2: startedDateTime \"yesterday\" is not a date and time from 1970 on, as HAR writes it: 2026-12-04T16:55:28.123Z"),
+        ("no status", r#"{"log": {"entries": [{"startedDateTime": "2026-12-04T10:00:00Z", "response": {}}]}}"#,
+            "entry 1: no response.status; a HAR entry needs startedDateTime (a date and time) and response.status (a whole number)"),
+        ("no time", r#"{"log": {"entries": [{"response": {"status": 200}}]}}"#,
+            "entry 1: no startedDateTime; a HAR entry needs"),
+        ("an unpriced status", r#"{"log": {"entries": [{"startedDateTime": "2026-12-04T10:00:00Z", "response": {"status": 101}}]}}"#,
+            "entry 1: status 101 has no cost in ESI's table; expected an HTTP status from 200 to 599"),
+    ];
+    for (case, input, expected) in cases {
+        let run = trickle(&["replay", "--limit", "6/8s"], input);
+        assert_no_panic(&run, case);
+        assert_eq!(run.code, 1, "{case}: exit code; stderr: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!("trickle: {expected}")),
+            "{case}: {}",
+            run.stderr
+        );
+        // A HAR is read whole before any row: nothing on stdout.
+        assert_eq!(run.stdout, "", "{case}");
+    }
+}
+
+/// The example HAR, as docs/src/cli.md shows it: a burst that meets the limit at its fourth
+/// request, a 304 (3 × 2 tokens in use, + 1 > 6), and an unanswered entry left out.
+#[test]
+fn the_example_har_replays_as_the_docs_say() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/browser-session.har"
+    );
+    let run = trickle(&["replay", "--limit", "6/8s", example], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "replayed 15 requests against 6/8s (floating): 10 allowed, 5 denied, 0 never fit; \
+         first 429 at request 4, t_ms 260; longest wait 13767 ms\n"
+    );
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/cli.md"
+    ))
+    .unwrap();
+    assert!(docs.contains(run.stderr.trim_end()));
 }

@@ -62,6 +62,9 @@ use trickle_core::{Admission, Algorithm, CostTable, Decision, Limit, Limiter, Ou
 use wasm_bindgen::prelude::*;
 
 mod allocator;
+// Built only into the replay mode's own module (`--features replay`).
+#[cfg(feature = "replay")]
+pub mod replay;
 
 #[global_allocator]
 static ALLOCATOR: allocator::Allocator = allocator::Allocator::new();

@@ -22,6 +22,22 @@ export interface RateLimitDecisionDetail extends Decision {
   server?: ServerAnswer;
   /** Live mode only: the fields where the server and the model differ; empty when they agree. */
   mismatches?: readonly MismatchField[];
+  /** Predict mode only: what the reader predicted for this press (`allowed`, and for a 429 the `wait` range `{ fromMs, toMs }`, above `fromMs` and up to `toMs`, null for no upper end), whether it was `correct`, and the score so far, `right` of `asked`. */
+  prediction?: Prediction;
+}
+
+/** A reader's prediction in predict mode, judged against the decision it came with. */
+export interface Prediction {
+  /** True for "200 OK" (with `costs`, let through), false for a 429. */
+  allowed: boolean;
+  /** For a 429, the range the reader put its wait in: above `fromMs`, up to `toMs` (null: no upper end). */
+  wait: { fromMs: number; toMs: number | null } | null;
+  /** The status, and for a 429 the wait's range, match the decision. */
+  correct: boolean;
+  /** Predictions right so far, this one included, since the widget was built or reset. */
+  right: number;
+  /** Predictions made so far. */
+  asked: number;
 }
 
 export type RateLimitDecisionEvent = CustomEvent<RateLimitDecisionDetail>;
@@ -69,6 +85,28 @@ export interface RateLimitMismatchDetail {
 
 export type RateLimitMismatchEvent = CustomEvent<RateLimitMismatchDetail>;
 
+/** The detail of a `rate-limit-replay` event: a log played in replay mode, or stopped at a row it cannot read. */
+export interface RateLimitReplayDetail {
+  /** Requests replayed: allowed, denied and never fitting. */
+  requests: number;
+  /** Let through. */
+  allowed: number;
+  /** Refused, and would fit after a wait. */
+  denied: number;
+  /** Larger than the whole limit: refused whatever the wait. */
+  neverFit: number;
+  /** The first request refused (its place in the log, from 1, and its time), or null. */
+  firstRefused: { request: number; tMs: number } | null;
+  /** The longest wait a denial asked for, in ms, or null when none was denied. */
+  longestWaitMs: number | null;
+  /** The line `trickle replay` prints for the same log; null when the log stopped at an error. */
+  summary: string | null;
+  /** The message for the row the replay could not read, with its line; null when the whole log was played. */
+  error: string | null;
+}
+
+export type RateLimitReplayEvent = CustomEvent<RateLimitReplayDetail>;
+
 /** `<rate-limit-demo>`: a rate limit a reader can press, for API docs. */
 export class RateLimitDemo extends HTMLElement {
   static readonly observedAttributes: readonly string[];
@@ -88,11 +126,15 @@ export class RateLimitDemo extends HTMLElement {
   costs: string | null;
   /** Compare mode; true adds the attribute, false removes it. */
   compare: boolean;
+  /** The `replay` attribute as written ("" when bare); null when replay mode is off. */
+  replay: string | null;
   /** Live mode's URL as written; null when live mode is off. */
   endpoint: string | null;
   /** The `client-id` attribute as written; null for a random id per widget. */
   clientId: string | null;
-  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error, and in live mode, where the event follows the server's answer. */
+  /** Predict mode; true adds the attribute, false removes it. */
+  predict: boolean;
+  /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error, in live mode, where the event follows the server's answer, and in predict mode before the reader has predicted. */
   hit(status?: number): RateLimitDecisionDetail | null;
   /** Empties the bucket and the timeline; in live mode, the server's bucket too unless `client-id` is set. */
   reset(): void;
@@ -111,6 +153,7 @@ export class RateLimitDemo extends HTMLElement {
 export interface RateLimitDemoEventMap extends HTMLElementEventMap {
   "rate-limit-decision": RateLimitDecisionEvent;
   "rate-limit-mismatch": RateLimitMismatchEvent;
+  "rate-limit-replay": RateLimitReplayEvent;
 }
 
 /** Registers `<rate-limit-demo>` (or `tag`); does nothing when the tag is taken already. */
@@ -123,5 +166,6 @@ declare global {
   interface GlobalEventHandlersEventMap {
     "rate-limit-decision": RateLimitDecisionEvent;
     "rate-limit-mismatch": RateLimitMismatchEvent;
+    "rate-limit-replay": RateLimitReplayEvent;
   }
 }

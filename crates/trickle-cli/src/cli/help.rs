@@ -48,6 +48,10 @@ Input: CSV with a header line, then one line per request, sorted by time
   order and other columns (path, user agent, ...) are ignored. Spaces around names and
   values, blank lines and CRLF line endings are fine. Times may repeat but must not
   go backwards. Line numbers in error messages count the header as line 1.
+Or a HAR, the JSON a browser's network panel exports (its first character is `{`):
+  each entry of log.entries is a request at its startedDateTime, in ms after the
+  earliest, costing what ESI charges for its response.status; replayed in time order.
+  An entry without a response (status 0) is left out; errors name the entry, from 1.
 
 ESI's cost table (for a status column):
   2XX  2 tokens     3XX  1 token     4XX  5 tokens (but 429: 0)     5XX  0 tokens
@@ -66,8 +70,11 @@ Output: CSV on stdout, one line per request, with this header:
                   larger than the whole limit.
   Rows are written as the log is read, so a large log streams through, and a bad line
   stops the replay after the rows before it. A one-line summary goes to stderr at the
-  end, so stdout stays pure CSV:
-  replayed 120 requests against 6/8s (floating): 100 allowed, 20 denied, 0 never fit
+  end, so stdout stays pure CSV: the requests allowed, denied and never fitting, where
+  the first 429 came (the request's place in the log, from 1, and its t_ms), and the
+  longest retry_after_ms of a denial:
+  replayed 120 requests against 6/8s (floating): 100 allowed, 20 denied, 0 never fit;
+  first 429 at request 7, t_ms 2100; longest wait 5900 ms
 
 Comparing (--compare NAME):
   Every request goes to both limiters, each with its own state: each answers from what
@@ -94,7 +101,7 @@ Comparing (--compare NAME):
   900,1,true,1.000,1,,true,1.000,
   950,1,true,2.000,0,,true,2.000,
   1500,1,true,2.000,0,,false,2.000,wrongly-allowed
-  replayed 3 requests against 2/1s (floating): 3 allowed, 0 denied, 0 never fit
+  replayed 3 requests against 2/1s (floating): 3 allowed, 0 denied, 0 never fit; no 429
   floating against sliding-log: 3 requests, 1 wrongly allowed (33.333%), 0 wrongly
   limited (0.000%), at most 3 tokens in any 1000 ms = 1.50 x N (sliding-log: 2 = 1.00 x N)
   floating judged on sliding-log's history: 1 wrongly allowed (33.333%), 0 wrongly
@@ -112,7 +119,8 @@ Example:
   2000,5,false,4.000,2,12000
   2500,0,true,4.000,2,
   13000,2,true,3.500,2,
-  replayed 5 requests against 6/8s (floating): 4 allowed, 1 denied, 0 never fit
+  replayed 5 requests against 6/8s (floating): 4 allowed, 1 denied, 0 never fit; first
+  429 at request 3, t_ms 2000; longest wait 12000 ms
   The 404 costs 5 and 4 + 5 > 6; it would fit at 14000 ms, when 4 x 2/8 of the first
   window's tokens still count: 1 + 5 <= 6. At 13000 ms, 4 x 3/8 + 2 = 3.5 are in use.
 

@@ -13,7 +13,8 @@ use std::io::{self, Read, Write};
 
 use redis::Connection;
 use trickle_core::compare::{Accuracy, Comparison, Verdict};
-use trickle_core::{Algorithm, Decision, Limit, Limiter, Op, Outcome, Store};
+use trickle_core::replay::Replay;
+use trickle_core::{Decision, Limiter, Op, Outcome, Store};
 use trickle_redis::{RedisError, RedisStore};
 
 use crate::cli::args::ReplayArgs;
@@ -26,41 +27,18 @@ pub const OUTPUT_HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms
 /// The columns `--compare` adds after [`OUTPUT_HEADER`]'s.
 pub const REFERENCE_COLUMNS: &str = "reference_allowed,reference_used,disagreement";
 
-/// How a replay went, for the line on stderr after the rows.
+/// How a replay went, for the line on stderr after the rows: the core's figures
+/// ([`Replay`], which the docs widget shows for the same log), and the comparison's.
 #[derive(Debug, Clone, Copy)]
 pub struct Summary {
-    pub limit: Limit,
-    pub algorithm: Algorithm,
-    pub allowed: u64,
-    pub denied: u64,
-    pub never_fit: u64,
+    pub replay: Replay,
     /// With `--compare`: how the reference's answers differed (two more lines).
     pub compared: Option<Accuracy>,
 }
 
-impl Summary {
-    fn count(&mut self, decision: &Decision) {
-        match decision.outcome {
-            Outcome::Allowed => self.allowed += 1,
-            Outcome::Denied { .. } => self.denied += 1,
-            Outcome::ExceedsLimit => self.never_fit += 1,
-        }
-    }
-}
-
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let requests = self.allowed + self.denied + self.never_fit;
-        write!(
-            f,
-            "replayed {requests} request{} against {} ({}): {} allowed, {} denied, {} never fit",
-            if requests == 1 { "" } else { "s" },
-            self.limit,
-            self.algorithm,
-            self.allowed,
-            self.denied,
-            self.never_fit
-        )?;
+        write!(f, "{}", self.replay)?;
         match &self.compared {
             Some(accuracy) => write!(f, "\n{accuracy}"),
             None => Ok(()),
@@ -124,11 +102,7 @@ pub fn replay(
     };
     let mut log = RequestLog::new(input)?;
     let mut summary = Summary {
-        limit: args.limit,
-        algorithm: args.algorithm,
-        allowed: 0,
-        denied: 0,
-        never_fit: 0,
+        replay: Replay::new(args.limit, args.algorithm),
         compared: None,
     };
 
@@ -140,7 +114,7 @@ pub fn replay(
         match &mut judge {
             Judge::Alone(limiter) => {
                 let decision = limiter.hit(request.t_ms, request.cost);
-                summary.count(&decision);
+                summary.replay.count(&decision);
                 write_decision(output, request.t_ms, &decision)?;
                 writeln!(output)?;
             }
@@ -151,13 +125,13 @@ pub fn replay(
                         t_ms: request.t_ms,
                         error,
                     })?;
-                summary.count(&decision);
+                summary.replay.count(&decision);
                 write_decision(output, request.t_ms, &decision)?;
                 writeln!(output)?;
             }
             Judge::Compared(comparison) => {
                 let verdict = comparison.hit(request.t_ms, request.cost);
-                summary.count(&verdict.approximation);
+                summary.replay.count(&verdict.approximation);
                 write_decision(output, request.t_ms, &verdict.approximation)?;
                 write_reference(output, &verdict)?;
             }
