@@ -34,14 +34,19 @@ build: package cli
 
 # The release WebAssembly build of crates/trickle-wasm and its JS glue, in www/pkg/, where
 # the element's source imports it from: what `wasm-pack build --profile wasm-release` makes,
-# byte for byte, in three steps, so that building needs no wasm-pack (a fresh machine would
+# byte for byte, in three steps (and the named copy below), so that building needs no wasm-pack (a fresh machine would
 # compile it first, for minutes); the tests still use it for `wasm-pack test`. wasm-opt: its
 # default -O, and strip the two custom sections no browser reads (which tools built the
-# module, and the features it was compiled with).
+# module, and the features it was compiled with). The same, optimised alike but keeping the
+# functions' names, goes to target/package/ for `make size`'s table of where the wasm's
+# bytes go.
 WASM_OUT = target/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
+WASM_NAMED = target/package/trickle_bg.named.wasm
 wasm: setup
 	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release
 	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle $(WASM_OUT)
+	@mkdir -p target/package
+	wasm-opt -O -g --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(WASM_NAMED)
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(PKG)/trickle_bg.wasm
 	@printf '*' > $(PKG)/.gitignore
 
@@ -90,17 +95,17 @@ replay: cli
 	@if command -v column >/dev/null; then column -s, -t < target/replay.csv; else cat target/replay.csv; fi
 	@cat target/replay.summary
 
-# What a docs page downloads for one widget, gzip -9 as a server would send it, and what
-# compare mode and live mode each add; then docs/figures/size.json for the docs, with where
-# the bytes go (each module of the bundle, the wasm's code and data).
+# What a docs page downloads for one widget, gzip -9 and brotli -11 as a server or a CDN
+# would send it, and what each mode fetched on first use adds (every dist/*.js that is not
+# one of the package's entries, with its own dist/trickle_<mode>_bg.wasm if it has one:
+# compare, live, predict, replay, and any mode added since); then
+# docs/figures/size.json for the docs, with where the bytes go (each module of the bundle,
+# the wasm's code and data).
 size: package
 	@scripts/size.sh --json target/package/size.json $(PACKAGE_DIR)/dist/rate-limit-demo.js $(PACKAGE_DIR)/dist/trickle_bg.wasm
-	@echo "compare mode adds:"
-	@scripts/size.sh --json target/package/size-compare.json $(PACKAGE_DIR)/dist/compare.js
-	@echo "live mode adds:"
-	@scripts/size.sh --json target/package/size-live.json $(PACKAGE_DIR)/dist/live.js
-	@echo "replay mode adds:"
-	@scripts/size.sh --json target/package/size-replay.json $(PACKAGE_DIR)/dist/replay.js $(PACKAGE_DIR)/dist/trickle_replay_bg.wasm
+	@node scripts/size-figures.mjs --chunks | while read -r mode files; do \
+		echo "$$mode mode adds:"; \
+		scripts/size.sh --json "target/package/size-$$mode.json" $$files || exit 1; done
 	@node scripts/size-figures.mjs
 
 # How exact the floating window is: seeded synthetic workloads through the floating window,

@@ -2,18 +2,23 @@
 // of each file, as a server would send it) and from the build itself, so that the docs can say
 // where the bytes go without anyone measuring by hand:
 //
-// - each file a page may download: the widget's module and wasm (what every page pays, and
-//   their total against the goal), compare mode's and live mode's modules (only where a
-//   widget asks for them);
+// - each file a page may download, gzip -9 and brotli -11: the widget's module and wasm (what
+//   every page pays, and their total against the goal), and each module of a mode fetched on
+//   first use (every dist/*.js that is not one of the package's entries: compare, live, and
+//   whatever mode is added next), only where a widget asks for it;
 // - each source module of the widget's bundle: its minified bytes in the bundle (esbuild's
 //   metafile, target/package/meta.json) and the same module minified and gzipped on its own,
 //   which says roughly what it adds to the download;
-// - the wasm's code and data sections before gzip (its functions and its constant tables).
+// - the wasm's code and data sections before gzip (its functions and its constant tables),
+//   and its code by part (the algorithms, parsing, wasm-bindgen's runtime, …) and by
+//   function, from a copy optimised alike that keeps the functions' names
+//   (target/package/trickle_bg.named.wasm, which `make wasm` writes).
 //
-//   node scripts/size-figures.mjs      after scripts/size.sh --json (see the Makefile)
+//   node scripts/size-figures.mjs           after scripts/size.sh --json (see the Makefile)
+//   node scripts/size-figures.mjs --chunks  the modes' files, one path a line, for the Makefile
 
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,13 +32,41 @@ const DIST = join(ROOT, "packages", "rate-limit-demo", "dist");
 /** What a page with one widget may download at most, gzipped: the goal `make bench` checks. */
 export const SIZE_GOAL_BYTES = 20_480;
 
-/** What each downloadable file is, as the docs' table names it. */
-const FILES = [
-  ["rate-limit-demo.js", "`rate-limit-demo.js` (element, limiter, wasm-bindgen's glue, styles)", "size.json"],
-  ["trickle_bg.wasm", "`trickle_bg.wasm`", "size.json"],
-  ["compare.js", "`compare.js`, only for compare mode", "size-compare.json"],
-  ["live.js", "`live.js`, only for live mode (`endpoint`)", "size-live.json"],
+/** What every page with a widget downloads, as the docs' table names it. */
+const ALWAYS = [
+  ["rate-limit-demo.js", "`rate-limit-demo.js` (element, limiter, wasm-bindgen's glue, styles)"],
+  ["trickle_bg.wasm", "`trickle_bg.wasm`"],
 ];
+
+/** What a mode's attribute is, where the mode's name alone does not say it. */
+const MODE_ATTRIBUTES = { live: "`endpoint`" };
+
+/**
+ * The modes fetched on first use, each with its files: every dist/*.js that is not one of the
+ * package's entries (its manifest's `exports`), and the mode's own WebAssembly beside it,
+ * dist/trickle_<mode>_bg.wasm, where it has one (replay mode). www/build.mjs makes one file
+ * per dynamic import, so a new mode is measured without an edit here.
+ */
+export function chunks() {
+  const manifest = JSON.parse(readFileSync(join(ROOT, "packages", "rate-limit-demo", "package.json"), "utf8"));
+  const entries = new Set(
+    Object.values(manifest.exports)
+      .map((target) => (typeof target === "string" ? target : target.default))
+      .map((path) => basename(path)),
+  );
+  const dist = readdirSync(DIST);
+  return dist
+    .filter((name) => name.endsWith(".js") && !entries.has(name))
+    .sort()
+    .map((name) => {
+      const mode = name.replace(/\.js$/, "");
+      const wasm = `trickle_${mode}_bg.wasm`;
+      return { mode, files: dist.includes(wasm) ? [name, wasm] : [name] };
+    });
+}
+
+/** The JSON scripts/size.sh wrote for a mode's file (see the Makefile). */
+const chunkJson = (mode) => `size-${mode}.json`;
 
 /** What each module of the widget's bundle is. */
 const MODULES = {
@@ -113,26 +146,129 @@ function wasmSections(file) {
   return sizes;
 }
 
+/** The functions of a WebAssembly module with a name section: `{ name, bytes }` each. */
+function wasmFunctions(file) {
+  const wasm = readFileSync(file);
+  let at = 8;
+  const leb = () => {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = wasm[at++];
+      value += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return value;
+    }
+  };
+  const skipName = () => {
+    const length = leb();
+    at += length;
+  };
+  let imported = 0;
+  const bodies = [];
+  const names = new Map();
+  while (at < wasm.length) {
+    const id = wasm[at++];
+    const size = leb();
+    const end = at + size;
+    if (id === 2) {
+      for (let count = leb(); count > 0; count--) {
+        skipName();
+        skipName();
+        const kind = wasm[at++];
+        if (kind === 0) {
+          imported++;
+          leb();
+        } else if (kind === 1 || kind === 2) {
+          if (kind === 1) at++; // a table's element type
+          const flags = leb();
+          leb();
+          if (flags & 1) leb();
+        } else {
+          at += 2;
+        }
+      }
+    } else if (id === 10) {
+      for (let count = leb(); count > 0; count--) {
+        // A function's bytes: its body and the number before it that gives its length.
+        const start = at;
+        const body = leb();
+        at += body;
+        bodies.push(at - start);
+      }
+    } else if (id === 0) {
+      const length = leb();
+      const section = wasm.subarray(at, at + length).toString();
+      at += length;
+      while (section === "name" && at < end) {
+        const kind = wasm[at++];
+        const length = leb();
+        const next = at + length;
+        if (kind === 1) {
+          for (let count = leb(); count > 0; count--) {
+            const index = leb();
+            const length = leb();
+            names.set(index, wasm.subarray(at, at + length).toString());
+            at += length;
+          }
+        }
+        at = next;
+      }
+    }
+    at = end;
+  }
+  return bodies.map((bytes, index) => ({ name: names.get(index + imported) ?? `#${index + imported}`, bytes }));
+}
+
+/** The part of the module a function belongs to, from its (mangled) name; the first match. */
+const WASM_PARTS = [
+  ["the exports (each with what the compiler inlined into it)", /^(rawlimiter_|rawcosttable_|algorithms$|decision_buffer$)/],
+  ["wasm-bindgen's runtime (externref table, borrow flags, strings in and out)", /wasm_bindgen|wbindgen|externref/],
+  ["the algorithms and the bucket that dispatches over them", /trickle_core.*(algorithms|stores)/],
+  ["limits, algorithm names and cost tables: parsing and messages", /trickle_core/],
+  ["the binding's own: the decision buffer's writer, the allocator", /trickle_wasm/],
+  ["128-bit arithmetic (compiler builtins)", /compiler_builtins|^__(multi3|udivti3|umodti3|ashlti3|lshrti3)/],
+  ["Rust's alloc and core: strings, vectors, UTF-8", /./],
+];
+
+/** A function's name as a reader wants it: without the hashes that tell apart copies. */
+function readable(name) {
+  return name.replace(/::h[0-9a-f]{16}\b/g, "").replace(/\[[0-9a-f]{16}\]/g, "").replace(/\.\d+$/, "");
+}
+
 export async function sizeFigures() {
   const files = {};
-  for (const [name, , json] of FILES) {
+  const lazy = chunks().flatMap(({ mode, files }) => {
+    const attribute = MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : "";
+    return files.map((name) => [name, `\`${name}\`, only for ${mode} mode${attribute}`, chunkJson(mode)]);
+  });
+  for (const [name, , json] of [...ALWAYS.map(([name, label]) => [name, label, "size.json"]), ...lazy]) {
     const row = measured(json).files.find((file) => file.file === name);
     if (!row) throw new Error(`target/package/${json} does not measure ${name}`);
     files[name] = row;
   }
   const total = files["rate-limit-demo.js"].gzip + files["trickle_bg.wasm"].gzip;
+  const totalBrotli = files["rate-limit-demo.js"].brotli + files["trickle_bg.wasm"].brotli;
   const figures = {
     "total.gzip": bytes(total),
+    "total.brotli": bytes(totalBrotli),
     goal: bytes(SIZE_GOAL_BYTES),
     verdict: total <= SIZE_GOAL_BYTES ? "met" : `missed by ${bytes(total - SIZE_GOAL_BYTES)}`,
   };
-  for (const [name, { bytes: raw, gzip }] of Object.entries(files)) {
+  for (const [name, { bytes: raw, gzip, brotli }] of Object.entries(files)) {
     figures[`${name}.bytes`] = bytes(raw);
     figures[`${name}.gzip`] = bytes(gzip);
+    figures[`${name}.brotli`] = bytes(brotli);
   }
   const sections = wasmSections(join(DIST, "trickle_bg.wasm"));
   figures["wasm.code"] = bytes(sections.code);
   figures["wasm.data"] = bytes(sections.data);
+
+  const functions = wasmFunctions(join(PACKAGE, "trickle_bg.named.wasm")).sort((a, b) => b.bytes - a.bytes);
+  const parts = WASM_PARTS.map(([label, pattern]) => ({ label, pattern, bytes: 0, count: 0 }));
+  for (const { name, bytes } of functions) {
+    const part = parts.find(({ pattern }) => pattern.test(name));
+    part.bytes += bytes;
+    part.count++;
+  }
 
   const bundle = await modules();
   for (const { name, bundled, gzip } of bundle) {
@@ -140,22 +276,39 @@ export async function sizeFigures() {
     figures[`module.${name}.gzip`] = bytes(gzip);
   }
 
+  const row = ([name, label]) =>
+    `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} | ${number(files[name].brotli)} |`;
   const filesTable = [
-    "| file | bytes | gzip -9 |",
-    "|---|---:|---:|",
-    ...FILES.slice(0, 2).map(([name, label]) => `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} |`),
-    `| total, what every page with a widget downloads | | **${number(total)}** |`,
-    ...FILES.slice(2).map(([name, label]) => `| ${label} | ${number(files[name].bytes)} | ${number(files[name].gzip)} |`),
+    "| file | bytes | gzip -9 | brotli -11 |",
+    "|---|---:|---:|---:|",
+    ...ALWAYS.map(row),
+    `| total, what every page with a widget downloads | | **${number(total)}** | **${number(totalBrotli)}** |`,
+    ...lazy.map(row),
   ].join("\n");
   const modulesTable = [
     "| module of `rate-limit-demo.js` | what it is | minified, in the bundle | gzip -9 on its own |",
     "|---|---|---:|---:|",
     ...bundle.map(({ path, name, bundled, gzip }) => `| \`${path}\` | ${MODULES[name] ?? ""} | ${number(bundled)} | ${number(gzip)} |`),
   ].join("\n");
-  return { figures, tables: { files: filesTable, modules: modulesTable } };
+  const wasmPartsTable = [
+    "| part of `trickle_bg.wasm`'s code | functions | bytes |",
+    "|---|---:|---:|",
+    ...parts.filter(({ count }) => count > 0).map(({ label, count, bytes }) => `| ${label} | ${count} | ${number(bytes)} |`),
+  ].join("\n");
+  const wasmFunctionsTable = [
+    "| largest functions of `trickle_bg.wasm` | bytes |",
+    "|---|---:|",
+    ...functions.slice(0, 15).map(({ name, bytes }) => `| \`${readable(name)}\` | ${number(bytes)} |`),
+  ].join("\n");
+  return {
+    figures,
+    tables: { files: filesTable, modules: modulesTable, wasmParts: wasmPartsTable, wasmFunctions: wasmFunctionsTable },
+  };
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "--chunks") {
+  for (const { mode, files } of chunks()) console.log(mode, ...files.map((name) => join(DIST, name)));
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   write("size", "make size", await sizeFigures());
   console.log("wrote docs/figures/size.json");
 }

@@ -16,6 +16,7 @@
 use crate::algorithms::state::{saturate_ms, Difference, Rolling, Usage};
 use crate::values::decision::Counters;
 use crate::values::limit::Limit;
+use crate::values::tokens::div_rem_wide;
 
 /// A floating window's counters, 40 bytes: see [`crate::KeyedLimiter`] for what a key costs.
 ///
@@ -163,6 +164,6 @@ impl Rolling for FloatingState {
 fn fitting_share(room: u128, spent: u128, window: u128) -> u128 {
     match (u64::try_from(room), u64::try_from(spent)) {
         (Ok(room), Ok(spent)) => u128::from(room / spent).min(window),
-        _ => (room / spent).min(window),
+        _ => div_rem_wide(room, spent).0.min(window),
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::algorithms::state::{saturate_ms, Difference, Rolling, Usage};
 use crate::values::limit::Limit;
+use crate::values::tokens::div_rem_wide;
 
 /// The tokens taken out of the bucket as of `latest_ms`: `owed + fraction / W`.
 ///
@@ -78,7 +79,10 @@ impl Rolling for TokenBucketState {
     /// The smallest d ≥ 1 with `used − N × d ≤ (N − cost) × W`: a ceiling division.
     fn wait_ms(&self, limit: &Limit, _: (), cost: u64) -> u64 {
         match self.excess_scaled(limit, cost) {
-            Some(excess) => saturate_ms(excess.div_ceil(u128::from(limit.tokens()))),
+            Some(excess) => {
+                let (whole, part) = div_rem_wide(excess, u128::from(limit.tokens()));
+                saturate_ms(whole + u128::from(part > 0))
+            }
             None => u64::MAX,
         }
     }
@@ -113,9 +117,9 @@ fn refilled(limit: &Limit, elapsed_ms: u64) -> (u128, u64) {
         Some(refill) => (u128::from(refill / window), refill % window),
         None => {
             let refill = u128::from(limit.tokens()) * u128::from(elapsed_ms);
-            let window = u128::from(window);
+            let (whole, part) = div_rem_wide(refill, u128::from(window));
             // The remainder is below W, a u64.
-            (refill / window, (refill % window) as u64)
+            (whole, part as u64)
         }
     }
 }

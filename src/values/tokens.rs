@@ -73,8 +73,52 @@ pub(crate) fn div_rem(n: u128, d: u64) -> (u128, u64) {
     match u64::try_from(n) {
         Ok(n) => (u128::from(n / d), n % d),
         // The remainder is below d, so it fits a u64.
-        Err(_) => (n / u128::from(d), (n % u128::from(d)) as u64),
+        Err(_) => {
+            let (quotient, remainder) = div_rem_wide(n, u128::from(d));
+            (quotient, remainder as u64)
+        }
     }
+}
+
+/// `n / d` and `n % d` for 128-bit numbers, `d` > 0. On 64-bit targets the compiler's own
+/// division. Elsewhere that is a library routine of about a kilobyte, the largest function
+/// of the widget's WebAssembly, for amounts past 2^64 that a page all but never meets; this
+/// takes numbers that fit 64 bits to one native division, and the rest bit by bit.
+#[inline]
+pub(crate) fn div_rem_wide(n: u128, d: u128) -> (u128, u128) {
+    if cfg!(target_pointer_width = "64") {
+        (n / d, n % d)
+    } else {
+        div_rem_bitwise(n, d)
+    }
+}
+
+/// [`div_rem_wide`] off 64-bit targets: long division in base 2, exact, in 128 steps at most.
+/// Compiled everywhere so that the native tests check it.
+fn div_rem_bitwise(n: u128, d: u128) -> (u128, u128) {
+    if let (Ok(n), Ok(d)) = (u64::try_from(n), u64::try_from(d)) {
+        return (u128::from(n / d), u128::from(n % d));
+    }
+    if d >> 127 == 1 {
+        // d ≥ 2^127: the quotient is 0 or 1, and the remainder could not be doubled below.
+        return if n >= d { (1, n - d) } else { (0, n) };
+    }
+    let (mut quotient, mut remainder) = (0u128, 0u128);
+    // The bits of n from the top, a 64-bit half at a time: shifts of 64-bit numbers, and
+    // of 128-bit ones by 1, are a few instructions each where a variable 128-bit one is a
+    // library call.
+    for half in [(n >> 64) as u64, n as u64] {
+        for bit in (0..u64::BITS).rev() {
+            // remainder < d ≤ 2^127, so doubling it cannot overflow.
+            remainder = remainder << 1 | u128::from(half >> bit & 1);
+            let fits = remainder >= d;
+            if fits {
+                remainder -= d;
+            }
+            quotient = quotient << 1 | u128::from(fits);
+        }
+    }
+    (quotient, remainder)
 }
 
 /// A u128 as an f64, for showing it: exact below 2^64, within an ulp above. Built from two
@@ -118,5 +162,35 @@ pub(crate) fn write_decimal(
         write!(f, "{whole}")
     } else {
         write!(f, "{whole}.{fraction:0width$}", width = decimals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::div_rem_bitwise;
+
+    #[test]
+    fn the_bitwise_division_is_the_native_one() {
+        let edges: [u128; 14] = [
+            0,
+            1,
+            2,
+            3,
+            7,
+            1_000,
+            8_000,
+            u64::MAX as u128,
+            u64::MAX as u128 + 1,
+            u64::MAX as u128 * 3 + 5,
+            1 << 100,
+            (1 << 127) - 1,
+            1 << 127,
+            u128::MAX,
+        ];
+        for n in edges {
+            for d in edges.into_iter().filter(|&d| d > 0) {
+                assert_eq!(div_rem_bitwise(n, d), (n / d, n % d), "{n} / {d}");
+            }
+        }
     }
 }
