@@ -310,8 +310,11 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
     assert_eq!(statuses(&open), (FALLBACK_TOKENS, 15), "{open:?}");
     let (median, longest) = latency(&open);
     eprintln!("paused, breaker open: 20 in a row, median {median:?}, longest {longest:?}");
+    // A request that waits for Redis takes at least TIMEOUT, as the burst above did; one
+    // that does not is stretched only by the machine's load, which on two busy cores has
+    // reached a few hundred ms for a burst, never TIMEOUT.
     assert!(median < TIMEOUT / 10, "median {median:?}");
-    assert!(longest < TIMEOUT / 2, "longest {longest:?}");
+    assert!(longest < TIMEOUT, "longest {longest:?}");
     assert_eq!(rig.backend.breaker(), BreakerState::Open);
 
     // Killed: the same, in parallel: nothing more for "k".
@@ -320,7 +323,7 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
     assert_eq!(statuses(&killed), (0, 50), "{killed:?}");
     let (median, longest) = latency(&killed);
     eprintln!("killed, breaker open: a burst of 50, median {median:?}, longest {longest:?}");
-    assert!(longest < TIMEOUT / 2, "longest {longest:?}");
+    assert!(longest < TIMEOUT, "longest {longest:?}");
     assert_eq!(rig.used_in_fallback("k"), "5.000");
 
     // Back (empty, as after a crash): within a few cool-downs a probe is answered, the
