@@ -31,6 +31,19 @@ fn assert_no_panic(run: &Run, case: &str) {
 }
 
 /// A replay that must succeed with exactly `rows`.
+/// `trickle replay --limit 6/8s` on `input` exits 1 with `trickle: EXPECTED…` on stderr.
+fn assert_refused(input: &str, case: &str, expected: &str) -> Run {
+    let run = trickle(&["replay", "--limit", "6/8s"], input);
+    assert_no_panic(&run, case);
+    assert_eq!(run.code, 1, "{case}: exit code; stderr: {}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!("trickle: {expected}")),
+        "{case}: {}",
+        run.stderr
+    );
+    run
+}
+
 fn assert_replays(args: &[&str], stdin: &str, rows: &[&str], case: &str) {
     let run = trickle(args, stdin);
     assert_no_panic(&run, case);
@@ -527,14 +540,7 @@ fn bad_input() {
             "the input is empty; expected a CSV header line"),
     ];
     for (case, input, expected) in cases {
-        let run = trickle(&["replay", "--limit", "6/8s"], input);
-        assert_no_panic(&run, case);
-        assert_eq!(run.code, 1, "{case}: exit code; stderr: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with(&format!("trickle: {expected}")),
-            "{case}: {}",
-            run.stderr
-        );
+        let run = assert_refused(input, case, expected);
         assert_eq!(run.stderr.lines().count(), 1, "{case}: {}", run.stderr);
     }
 }
@@ -968,14 +974,7 @@ fn a_bad_har_names_the_entry() {
             "entry 1: status 101 has no cost in ESI's table; expected an HTTP status from 200 to 599"),
     ];
     for (case, input, expected) in cases {
-        let run = trickle(&["replay", "--limit", "6/8s"], input);
-        assert_no_panic(&run, case);
-        assert_eq!(run.code, 1, "{case}: exit code; stderr: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with(&format!("trickle: {expected}")),
-            "{case}: {}",
-            run.stderr
-        );
+        let run = assert_refused(input, case, expected);
         // A HAR is read whole before any row: nothing on stdout.
         assert_eq!(run.stdout, "", "{case}");
     }

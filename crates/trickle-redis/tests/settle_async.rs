@@ -98,16 +98,24 @@ fn an_async_settle_retried_past_a_paused_server_applies_once() {
     // One runtime, entered once per step: the thread that wakes the server runs beside it.
     let runtime = runtime();
     let client = redis::Client::open(server.address()).unwrap();
+    // Only the settle meets the pause, on a connection that gives up on an answer after
+    // 250 ms and so sends it again; the requests before it get a connection of their own
+    // with time to spare, since on a loaded machine a reply can take longer than 250 ms.
     let config =
         ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_millis(250)));
     let mut conn = runtime
-        .block_on(ConnectionManager::new_with_config(client, config))
+        .block_on(ConnectionManager::new_with_config(client.clone(), config))
+        .unwrap();
+    let patient =
+        ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
+    let mut setup = runtime
+        .block_on(ConnectionManager::new_with_config(client, patient))
         .unwrap();
     for algorithm in ALGORITHMS {
         let redis = RedisLimiter::new(algorithm, limit("6/8s"), "paused-async")
             .unwrap()
             .with_settle_attempts(NonZeroU32::new(8).unwrap());
-        let (mut core, settle) = runtime.block_on(reserved(&redis, &mut conn, 52));
+        let (mut core, settle) = runtime.block_on(reserved(&redis, &mut setup, 52));
         let runs = script_runs(&mut direct);
         server.pause();
         let settled = std::thread::scope(|scope| {

@@ -172,6 +172,18 @@ fn whole(value: f64) -> u64 {
 }
 
 // One rate-limited bucket running one of the algorithms.
+/// An empty limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`), or an `Error`
+/// with the core's message for the first one that is bad.
+pub(crate) fn limiter(limit: &str, algorithm: &str) -> Result<Limiter, JsError> {
+    let limit: Limit = limit
+        .parse()
+        .map_err(|e: trickle_core::LimitError| JsError::new(&e.message()))?;
+    let algorithm: Algorithm = algorithm
+        .parse()
+        .map_err(|e: trickle_core::AlgorithmError| JsError::new(&e.message()))?;
+    Ok(Limiter::with_algorithm(algorithm, limit))
+}
+
 #[wasm_bindgen]
 pub struct RawLimiter {
     inner: Limiter,
@@ -183,14 +195,8 @@ impl RawLimiter {
     // `algorithms()`). Throws an `Error` with the core's message for either one bad.
     #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(limit: &str, algorithm: &str) -> Result<RawLimiter, JsError> {
-        let limit: Limit = limit
-            .parse()
-            .map_err(|e: trickle_core::LimitError| JsError::new(&e.message()))?;
-        let algorithm: Algorithm = algorithm
-            .parse()
-            .map_err(|e: trickle_core::AlgorithmError| JsError::new(&e.message()))?;
         Ok(RawLimiter {
-            inner: Limiter::with_algorithm(algorithm, limit),
+            inner: limiter(limit, algorithm)?,
         })
     }
 

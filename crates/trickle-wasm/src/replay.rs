@@ -25,7 +25,7 @@ use super::alloc::vec::Vec;
 
 use trickle_core::replay::Replay;
 use trickle_core::request_log::{HarLog, Request, TextLog};
-use trickle_core::{Algorithm, Limit, Limiter};
+use trickle_core::Limiter;
 use wasm_bindgen::prelude::*;
 
 use super::{ALLOWED, DENIED, EXCEEDS_LIMIT};
@@ -48,15 +48,10 @@ pub struct RawReplay {
 impl RawReplay {
     #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(limit: &str, algorithm: &str) -> Result<RawReplay, JsError> {
-        let limit: Limit = limit
-            .parse()
-            .map_err(|e: trickle_core::LimitError| JsError::new(&e.message()))?;
-        let algorithm: Algorithm = algorithm
-            .parse()
-            .map_err(|e: trickle_core::AlgorithmError| JsError::new(&e.message()))?;
+        let limiter = super::limiter(limit, algorithm)?;
         Ok(RawReplay {
-            limiter: Limiter::with_algorithm(algorithm, limit),
-            replay: Replay::new(limit, algorithm),
+            replay: Replay::new(limiter.limit(), limiter.algorithm()),
+            limiter,
             csv: TextLog::new(),
             har: None,
             pending: Vec::new(),
