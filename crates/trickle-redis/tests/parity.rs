@@ -14,9 +14,9 @@ mod traces;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use common::{past_exact_range, RedisServer};
+use common::{hold_still, past_exact_range, pttl, RedisServer};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::Commands;
 use traces::{cost, limit, next_ms, record_cost, start_ms, step, Step};
 use trickle_core::{Algorithm, Limit, Limiter};
@@ -78,8 +78,22 @@ fn redis_decides_as_the_core(algorithm: Algorithm) {
         let key = format!("case-{}", case.get());
         let conn = &mut *conn.borrow_mut();
         let redis = RedisLimiter::new(algorithm, trace.limit, "parity").expect("within the bound");
+        let bucket = redis.redis_key(&key);
         let stored = |conn: &mut redis::Connection| -> HashMap<String, String> {
-            conn.hgetall(redis.redis_key(&key)).expect("HGETALL")
+            conn.hgetall(&bucket).expect("HGETALL")
+        };
+        // Whatever changed the hash must also have set its expiry; then the expiry is taken
+        // off, so that Redis's own clock cannot empty a bucket the trace's clock still needs.
+        let held = |conn: &mut redis::Connection,
+                    before: &HashMap<String, String>,
+                    what: &str|
+         -> Result<(), TestCaseError> {
+            let changed = stored(conn) != *before;
+            let ttl = hold_still(conn, std::slice::from_ref(&bucket))[0];
+            if changed {
+                prop_assert!(ttl > 0, "{} changed the bucket but left PTTL {}", what, ttl);
+            }
+            Ok(())
         };
         let mut core = Limiter::with_algorithm(algorithm, trace.limit);
         let mut now = trace.start_ms;
@@ -95,10 +109,13 @@ fn redis_decides_as_the_core(algorithm: Algorithm) {
                     let got = redis.peek(conn, &key, now, cost).expect("redis peek");
                     let want = core.peek(now, cost);
                     prop_assert_eq!(got, want, "peek {} at {} ms, cost {}", i, now, cost);
-                    prop_assert_eq!(stored(conn), before, "peek {} wrote to the bucket", i);
+                    prop_assert_eq!(&stored(conn), &before, "peek {} wrote to the bucket", i);
+                    let ttl = pttl(conn, &bucket);
+                    prop_assert!(ttl < 0, "peek {} set an expiry of {} ms", i, ttl);
                     let got = redis.hit(conn, &key, now, cost).expect("redis hit");
                     let want = core.hit(now, cost);
                     prop_assert_eq!(got, want, "request {} at {} ms, cost {}", i, now, cost);
+                    held(conn, &before, "hit")?;
                 }
                 Action::Record => {
                     let mut recorded = core.clone();
@@ -108,6 +125,7 @@ fn redis_decides_as_the_core(algorithm: Algorithm) {
                             prop_assert!(!past_exact_range(&want), "record {} within", i);
                             prop_assert_eq!(got, want, "record {} at {} ms, cost {}", i, now, cost);
                             core = recorded;
+                            held(conn, &before, "record")?;
                         }
                         Err(RedisError::RecordOutOfRange { cost: refused }) => {
                             prop_assert_eq!(refused, cost);
@@ -120,7 +138,9 @@ fn redis_decides_as_the_core(algorithm: Algorithm) {
                                 cost,
                                 want
                             );
-                            prop_assert_eq!(stored(conn), before, "refused record {} wrote", i);
+                            prop_assert_eq!(&stored(conn), &before, "refused record {} wrote", i);
+                            let ttl = pttl(conn, &bucket);
+                            prop_assert!(ttl < 0, "refused record {} set PTTL {}", i, ttl);
                         }
                         Err(err) => panic!("record {i}: {err}"),
                     }

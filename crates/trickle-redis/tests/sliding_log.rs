@@ -11,7 +11,8 @@ mod traces;
 use std::cell::{Cell, RefCell};
 
 use common::{
-    assert_denial_leaves_no_key, assert_expires_near, limit, pttl, slot, stored_log, RedisServer,
+    assert_denial_leaves_no_key, assert_expires_near, hold_still, limit, pttl, slot, stored_log,
+    RedisServer,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -214,6 +215,16 @@ fn redis_decides_every_request_exactly_as_the_core() {
                 cost
             );
             prop_assert_eq!(&stored_log(conn, &redis, &key), &before, "peek {} wrote", i);
+            for held in redis.redis_keys(&key) {
+                let ttl = pttl(conn, &held);
+                prop_assert!(
+                    ttl < 0,
+                    "peek {} set an expiry of {} ms on {}",
+                    i,
+                    ttl,
+                    held
+                );
+            }
 
             let got = redis.decide(conn, &key, op, now, cost);
             let want = match op {
@@ -247,6 +258,14 @@ fn redis_decides_every_request_exactly_as_the_core() {
                 i
             );
             check_log_layout(&after, limit.window_ms())?;
+            // Whatever changed must also have set its expiry; then the expiry is taken off,
+            // so that Redis's own clock cannot empty a log the trace's clock still needs.
+            let keys = redis.redis_keys(&key);
+            for (held, ttl) in keys.iter().zip(hold_still(conn, &keys)) {
+                if after != before && ttl != -2 {
+                    prop_assert!(ttl > 0, "{:?} {} left {} with PTTL {}", op, i, held, ttl);
+                }
+            }
         }
         Ok(())
     });

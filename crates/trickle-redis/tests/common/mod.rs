@@ -318,6 +318,24 @@ pub fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
 
+/// Takes the expiry off every key of a bucket, and returns each key's PTTL just before.
+///
+/// Random traces run on a simulated clock, but Redis expires keys on its own: a trace that
+/// steps back or stands still writes no new expiry, and on a loaded machine the real second
+/// of grace can run out between two requests the trace places in the same millisecond.
+/// Parity tests call this after every request, so only the scripts decide what a bucket
+/// holds; and since a persisted key has no TTL (−1), a request that must write nothing
+/// can be checked to have set none either.
+pub fn hold_still(conn: &mut redis::Connection, keys: &[String]) -> Vec<i64> {
+    keys.iter()
+        .map(|key| {
+            let ttl = pttl(conn, key);
+            let _: i64 = redis::cmd("PERSIST").arg(key).query(conn).expect("PERSIST");
+            ttl
+        })
+        .collect()
+}
+
 /// Asserts that `key` expires in `most_ms` from when its script ran: its PTTL is at most
 /// that, and no more than a second less (the test's own round trips since).
 pub fn assert_expires_near(conn: &mut redis::Connection, key: &str, most_ms: u64, context: &str) {
