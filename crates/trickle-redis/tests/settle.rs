@@ -18,7 +18,7 @@ mod traces;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use common::{past_exact_range, pttl, stored_log, RedisServer};
+use common::{hold_still, past_exact_range, pttl, stored_log, RedisServer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
@@ -342,6 +342,10 @@ fn redis_reserves_and_settles_as_the_core(algorithm: Algorithm) {
                 }
             }
             check_log(conn, &redis, &key, &core)?;
+            // Redis's own clock must not expire what the trace's clock still needs.
+            let mut keys = redis.redis_keys(&key);
+            keys.extend(open.iter().map(|o| redis.reservation_key(&key, o.ticket)));
+            hold_still(conn, &keys);
         }
         // The reservations never settled keep their reserve, and their pending records
         // until those expire.
