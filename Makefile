@@ -204,12 +204,13 @@ unit-build: setup-test
 unit-run:
 	$(CARGO) test --locked --features trickle-tower/redis
 
-# The loom model of the concurrent limiter's compare-and-swap (tests/loom_packed.rs): every
+# The loom model of the concurrent limiter's compare-and-swap (tests/loom): every
 # interleaving of a few threads on one packed key. Its own target folder, since the cfg
-# rebuilds every crate and would otherwise throw away the normal build.
+# rebuilds every crate and would otherwise throw away the normal build; its own package, so
+# the build compiles the core and loom, not the core's dev-dependencies.
 .PHONY: loom
 loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --locked --release --test loom_packed
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test --locked --profile loom -p trickle-loom
 
 # The API docs build without a broken link or a warning.
 doc:
@@ -247,7 +248,7 @@ publish-check: package
 publish-check-run:
 	node scripts/packaging.mjs
 	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/trickle-*
-	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client
+	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client --exclude trickle-loom
 	cd $(PACKAGE_DIR) && npm publish --dry-run --ignore-scripts
 
 # The package, its tarball installed in a scratch project, the element and the docs page in

@@ -20,7 +20,7 @@ use core::num::NonZeroUsize;
 use std::collections::HashMap;
 use std::sync::PoisonError;
 
-// Under `--cfg loom` the atomics and locks are loom's, so that tests/loom_packed.rs can
+// Under `--cfg loom` the atomics and locks are loom's, so that tests/loom/packed.rs can
 // explore every interleaving of this very code.
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};

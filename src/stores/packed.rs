@@ -32,7 +32,7 @@
 //! decision whose clock reading went stale while another thread decided for the same key
 //! (a denial, which spends nothing, included) finds the word changed, and decides again.
 
-// Under `--cfg loom` the atomic is loom's, so that tests/loom_packed.rs explores every
+// Under `--cfg loom` the atomic is loom's, so that tests/loom/packed.rs explores every
 // interleaving of the compare-and-swap below.
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};

@@ -4,7 +4,7 @@
 //! here holds for all of them, not just the ones a stress test happens to meet.
 //!
 //! `make loom`, which is
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --locked --release --test loom_packed`.
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --locked --profile loom -p trickle-loom`.
 //!
 //! Each model checks decisions, not only counts: every thread's whole `Decision`, and the
 //! key's bucket afterwards, must be what the sequential `KeyedLimiter` gives for one of the

@@ -1,0 +1,1 @@
+//! Empty: the loom model is the test target `loom_packed` (packed.rs).
