@@ -126,8 +126,10 @@ pub use stores::bucket::{Bucket, FixedWindow, FloatingWindow, Limiter, SlidingLo
 pub use stores::concurrent::{ConcurrentKeyedLimiter, TooManyKeys};
 #[cfg(feature = "std")]
 pub use stores::keyed::{GroupedLimiter, KeyedLimiter};
+#[cfg(feature = "std")]
+pub use stores::keyed_policy::{ConcurrentKeyedPolicyLimiter, KeyedPolicyLimiter};
 pub use stores::policy::{PolicyBucket, PolicyLimiter};
-pub use stores::store::{Op, Store};
+pub use stores::store::{Op, PolicyStore, Store};
 pub use values::decision::{Counters, Decision, Outcome};
 pub use values::limit::{Limit, LimitError};
 pub use values::policy::{Policy, PolicyDecision, PolicyError};

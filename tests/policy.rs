@@ -7,8 +7,14 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::thread;
+
+use trickle_core::state::AnyState;
 use trickle_core::{
-    Algorithm, Limit, Limiter, Op, Outcome, Policy, PolicyError, PolicyLimiter, Reservation,
+    Algorithm, ConcurrentKeyedPolicyLimiter, Decision, KeyedPolicyLimiter, Limit, Limiter, Op,
+    Outcome, Policy, PolicyDecision, PolicyError, PolicyLimiter, PolicyStore, Reservation,
 };
 
 fn config(cases: u32) -> ProptestConfig {
@@ -189,6 +195,185 @@ proptest! {
             prop_assert_eq!(decision.decisions(), &[expected][..]);
             prop_assert_eq!(decision.outcome(), expected.outcome);
             prop_assert_eq!(decision.remaining(), expected.remaining());
+        }
+    }
+}
+
+/// The rule every store must follow, written with one `PolicyLimiter` per key: the clock
+/// is shared by all keys (a key is decided at the latest time any request brought, and
+/// told its wait from its own time), and a key dropped while idle decides as a fresh one.
+struct Model {
+    algorithm: Algorithm,
+    policy: Policy,
+    keys: HashMap<u8, PolicyLimiter>,
+    latest: u64,
+}
+
+impl Model {
+    fn decide(&mut self, key: u8, op: Op, now: u64, cost: u64) -> Vec<Decision> {
+        let at = match op {
+            Op::Peek => self.latest.max(now),
+            _ => {
+                self.latest = self.latest.max(now);
+                self.latest
+            }
+        };
+        let (algorithm, policy) = (self.algorithm, &self.policy);
+        let bucket = self
+            .keys
+            .entry(key)
+            .or_insert_with(|| PolicyLimiter::with_algorithm(algorithm, policy.clone()));
+        let decided = bucket.decide(op, at, cost);
+        // Told in the caller's time: a wait counts from `now`, `at − now` before `at`.
+        decided
+            .decisions()
+            .iter()
+            .map(|&decision| {
+                let mut told = decision;
+                if let Outcome::Denied { retry_after_ms } = &mut told.outcome {
+                    *retry_after_ms += at - now;
+                }
+                told
+            })
+            .collect()
+    }
+}
+
+/// Runs `trace` over three keys through `store` and the model, comparing every decision.
+fn store_decides_as_the_model<S: PolicyStore<u8>>(
+    store: &mut S,
+    algorithm: Algorithm,
+    trace: &[(Request, u8)],
+) -> Result<(), TestCaseError>
+where
+    S::Error: std::fmt::Debug,
+{
+    let mut model = Model {
+        algorithm,
+        policy: store.policy().clone(),
+        keys: HashMap::new(),
+        latest: 0,
+    };
+    let mut now = 0u64;
+    for (i, &(request, key)) in trace.iter().enumerate() {
+        now = now_after(now, request.step);
+        let cost = request.cost;
+        let ops = match request.action {
+            Action::Hit => vec![(Op::Hit, cost)],
+            Action::Peek => vec![(Op::Peek, cost)],
+            Action::Record => vec![(Op::Record, cost)],
+            Action::ReserveSettle(final_cost) => {
+                let reserve = Op::Reserve { ticket: i as u64 };
+                let reserved = model.decide(key, reserve, now, cost);
+                let got = store.decide(&key, reserve, now, cost).unwrap();
+                prop_assert_eq!(
+                    got.decisions(),
+                    &reserved[..],
+                    "reserve {} of key {}",
+                    i,
+                    key
+                );
+                if !got.is_allowed() {
+                    continue;
+                }
+                let at = now.max(model.latest);
+                let reservation = Reservation::from_parts(at, cost, i as u64);
+                vec![(Op::settle(reservation), final_cost)]
+            }
+        };
+        for (op, cost) in ops {
+            let want = model.decide(key, op, now, cost);
+            let got = store.decide(&key, op, now, cost).unwrap();
+            prop_assert_eq!(
+                got.decisions(),
+                &want[..],
+                "{:?} {} of key {} at {} ms",
+                op,
+                i,
+                key,
+                now
+            );
+        }
+    }
+    Ok(())
+}
+
+fn keyed_trace() -> impl Strategy<Value = Vec<(Request, u8)>> {
+    trace().prop_flat_map(|requests| {
+        let len = requests.len();
+        (Just(requests), prop::collection::vec(0u8..3, len))
+            .prop_map(|(requests, keys)| requests.into_iter().zip(keys).collect())
+    })
+}
+
+proptest! {
+    #![proptest_config(config(200))]
+
+    /// The keyed stores decide every key as a `PolicyLimiter` of its own would, on the
+    /// clock all keys share; through the `PolicyStore` trait.
+    #[test]
+    fn every_store_decides_each_key_as_the_policy_does(
+        algorithm in algorithm(),
+        limits in limits(),
+        trace in keyed_trace(),
+        shards in 1usize..=3,
+    ) {
+        let policy = Policy::new(limits).unwrap();
+        let mut keyed: KeyedPolicyLimiter<u8, AnyState> =
+            KeyedPolicyLimiter::with_state(policy.clone(), AnyState::new(algorithm));
+        store_decides_as_the_model(&mut keyed, algorithm, &trace)?;
+        let shared: ConcurrentKeyedPolicyLimiter<u8, AnyState> =
+            ConcurrentKeyedPolicyLimiter::with_state_and_shards(
+                policy,
+                AnyState::new(algorithm),
+                NonZeroUsize::new(shards).unwrap(),
+            );
+        store_decides_as_the_model(&mut &shared, algorithm, &trace)?;
+    }
+}
+
+/// Real threads at once on a frozen clock: each key lets in exactly as many unit requests as
+/// its tightest limit holds, however the threads interleave, and refuses the rest with the
+/// answer of that limit.
+#[test]
+fn threads_at_once_get_exactly_the_tightest_limit_in() {
+    for algorithm in Algorithm::ALL {
+        let policy: Policy = "7/1s 5/1m 9/1h".parse().unwrap();
+        let limiter: ConcurrentKeyedPolicyLimiter<u8, AnyState> =
+            ConcurrentKeyedPolicyLimiter::with_state_and_shards(
+                policy,
+                AnyState::new(algorithm),
+                NonZeroUsize::new(2).unwrap(),
+            );
+        let threads = thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .max(4);
+        let answers: Vec<(u8, PolicyDecision)> = thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let limiter = &limiter;
+                    scope.spawn(move || {
+                        (0..24u8)
+                            .map(|i| {
+                                let key = (i + t as u8) % 3;
+                                (key, limiter.hit(key, 1_000, 1))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|handle| handle.join().unwrap())
+                .collect()
+        });
+        for key in 0..3u8 {
+            let of_key: Vec<_> = answers.iter().filter(|(k, _)| *k == key).collect();
+            let allowed = of_key.iter().filter(|(_, d)| d.is_allowed()).count();
+            assert_eq!(allowed, 5, "{algorithm}: key {key}");
+            for (_, refused) in of_key.iter().filter(|(_, d)| !d.is_allowed()) {
+                assert_eq!(refused.answered_by(), Some(1), "{algorithm}: key {key}");
+            }
         }
     }
 }

@@ -7,6 +7,8 @@ pub(crate) mod concurrent;
 #[cfg(feature = "std")]
 pub(crate) mod keyed;
 #[cfg(feature = "std")]
+pub(crate) mod keyed_policy;
+#[cfg(feature = "std")]
 pub(crate) mod packed;
 pub(crate) mod policy;
 #[cfg(feature = "std")]

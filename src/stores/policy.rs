@@ -78,7 +78,7 @@ impl<S: State> PolicyBucket<S> {
 
     /// What [`hit`](PolicyBucket::hit) would answer, without spending anything.
     pub fn peek(&self, now_ms: u64, cost: u64) -> PolicyDecision {
-        PolicyDecision::new(self.peeks(now_ms, cost))
+        PolicyDecision::new(peek_all(&self.policy, &self.states, now_ms, cost))
     }
 
     /// Charges `cost` to every limit after the fact, even past them.
@@ -90,49 +90,73 @@ impl<S: State> PolicyBucket<S> {
     /// ([`Op::Hit`], [`Op::Reserve`]); a reserve is settled later with [`Op::Settle`] on
     /// the same policy, which settles it in each limit.
     pub fn decide(&mut self, op: Op, now_ms: u64, cost: u64) -> PolicyDecision {
-        let decisions = match op {
-            Op::Peek => self.peeks(now_ms, cost),
-            Op::Hit | Op::Reserve { .. } => {
-                let peeks = self.peeks(now_ms, cost);
-                let fits = peeks.iter().all(Decision::is_allowed);
-                let mut peeks = peeks.into_iter();
-                // Refused: a limit that had room is left as it was; one that refused is hit,
-                // which spends nothing there but moves its clock as a refusal moves a limit's
-                // own, so that a policy of one limit is exactly that limit.
-                self.each(|state, limit| match peeks.next() {
-                    Some(peek) if !fits && peek.is_allowed() => peek,
-                    _ => state.hit(limit, now_ms, cost),
-                })
-            }
-            Op::Record => self.each(|state, limit| state.record(limit, now_ms, cost)),
-            Op::Settle {
-                reserved_at_ms,
-                reserved,
-                ..
-            } => self
-                .each(|state, limit| state.settle(limit, now_ms, reserved_at_ms, reserved, cost)),
-        };
-        PolicyDecision::new(decisions)
+        PolicyDecision::new(decide_all(&self.policy, &mut self.states, op, now_ms, cost))
     }
 
     /// Forgets every request: as new.
     pub fn reset(&mut self) {
         self.states.iter_mut().for_each(State::clear);
     }
+}
 
-    fn peeks(&self, now_ms: u64, cost: u64) -> Vec<Decision> {
-        self.states
-            .iter()
-            .zip(self.policy.limits())
-            .map(|(state, limit)| state.peek(&limit, now_ms, cost))
-            .collect()
-    }
+/// Every limit's peek: `states` holds one state per limit of `policy`, in its order.
+pub(crate) fn peek_all<S: State>(
+    policy: &Policy,
+    states: &[S],
+    now_ms: u64,
+    cost: u64,
+) -> Vec<Decision> {
+    states
+        .iter()
+        .zip(policy.limits())
+        .map(|(state, limit)| state.peek(&limit, now_ms, cost))
+        .collect()
+}
 
-    fn each(&mut self, mut apply: impl FnMut(&mut S, &Limit) -> Decision) -> Vec<Decision> {
-        self.states
-            .iter_mut()
-            .zip(self.policy.limits())
-            .map(|(state, limit)| apply(state, &limit))
-            .collect()
+/// The one rule of a policy, for every store that keeps one state per limit of `policy` for
+/// a key (`states`, in the policy's order).
+pub(crate) fn decide_all<S: State>(
+    policy: &Policy,
+    states: &mut [S],
+    op: Op,
+    now_ms: u64,
+    cost: u64,
+) -> Vec<Decision> {
+    match op {
+        Op::Peek => peek_all(policy, states, now_ms, cost),
+        Op::Hit | Op::Reserve { .. } => {
+            let peeks = peek_all(policy, states, now_ms, cost);
+            let fits = peeks.iter().all(Decision::is_allowed);
+            let mut peeks = peeks.into_iter();
+            // Refused: a limit that had room is left as it was; one that refused is hit,
+            // which spends nothing there but moves its clock as a refusal moves a limit's
+            // own, so that a policy of one limit is exactly that limit.
+            each(policy, states, |state, limit| match peeks.next() {
+                Some(peek) if !fits && peek.is_allowed() => peek,
+                _ => state.hit(limit, now_ms, cost),
+            })
+        }
+        Op::Record => each(policy, states, |state, limit| {
+            state.record(limit, now_ms, cost)
+        }),
+        Op::Settle {
+            reserved_at_ms,
+            reserved,
+            ..
+        } => each(policy, states, |state, limit| {
+            state.settle(limit, now_ms, reserved_at_ms, reserved, cost)
+        }),
     }
+}
+
+fn each<S: State>(
+    policy: &Policy,
+    states: &mut [S],
+    mut apply: impl FnMut(&mut S, &Limit) -> Decision,
+) -> Vec<Decision> {
+    states
+        .iter_mut()
+        .zip(policy.limits())
+        .map(|(state, limit)| apply(state, &limit))
+        .collect()
 }

@@ -45,6 +45,7 @@
 use crate::algorithms::reservation::{Admission, Reservation};
 use crate::values::decision::Decision;
 use crate::values::limit::Limit;
+use crate::values::policy::{Policy, PolicyDecision};
 
 /// What a request asks of its bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,4 +128,30 @@ pub trait Store<K: ?Sized> {
     ) -> Result<Decision, Self::Error> {
         self.decide(key, Op::settle(reservation), now_ms, cost)
     }
+}
+
+/// Every limit of one [`Policy`] per key, wherever the buckets are kept: the policy's
+/// [`Store`].
+///
+/// `decide` is one indivisible step on all of `key`'s buckets: a hit or a reserve is
+/// spent in every limit or in none ([`PolicyBucket`](crate::PolicyBucket) gives the
+/// rule), and no other decision for `key` happens between its reads and its writes.
+/// [`KeyedPolicyLimiter`](crate::KeyedPolicyLimiter) and
+/// [`ConcurrentKeyedPolicyLimiter`](crate::ConcurrentKeyedPolicyLimiter) implement it in
+/// process.
+pub trait PolicyStore<K: ?Sized> {
+    /// Why a decision could not be made, as for [`Store::Error`].
+    type Error;
+
+    /// The policy every key is held to.
+    fn policy(&self) -> &Policy;
+
+    /// Applies `op` with `cost` tokens to every limit of `key` at `now_ms`.
+    fn decide(
+        &mut self,
+        key: &K,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<PolicyDecision, Self::Error>;
 }
