@@ -13,8 +13,8 @@ use std::thread;
 
 use trickle_core::state::AnyState;
 use trickle_core::{
-    Algorithm, ConcurrentKeyedPolicyLimiter, Decision, KeyedPolicyLimiter, Limit, Limiter, Op,
-    Outcome, Policy, PolicyDecision, PolicyError, PolicyLimiter, PolicyStore, Reservation,
+    Algorithm, ConcurrentKeyedPolicyLimiter, KeyedPolicyLimiter, Limit, Limiter, Op, Outcome,
+    Policy, PolicyDecision, PolicyError, PolicyLimiter, PolicyStore, Reservation,
 };
 
 fn config(cases: u32) -> ProptestConfig {
@@ -178,6 +178,36 @@ proptest! {
         }
     }
 
+    /// Each limit's `next_token_ms` (the IETF field's `t`) is exact: when nothing more is
+    /// spent, that limit has room for one whole token more than it had left at that moment,
+    /// and not 1 ms before it; `None` only for a limit with every token free.
+    #[test]
+    fn more_room_comes_exactly_when_next_token_ms_says(algorithm in algorithm(), limits in limits(), trace in trace()) {
+        let mut policy = PolicyLimiter::with_algorithm(algorithm, Policy::new(limits).unwrap());
+        let mut now = 0u64;
+        for request in trace {
+            now = now_after(now, request.step);
+            let decision = match request.action {
+                Action::Peek => policy.peek(now, request.cost),
+                Action::Record => policy.record(now, request.cost),
+                _ => policy.hit(now, request.cost),
+            };
+            for (index, own) in decision.decisions().iter().enumerate() {
+                let (at, remaining) = (own.at_ms, own.remaining());
+                let tokens = own.limit.tokens();
+                match decision.next_token_ms(index) {
+                    None => prop_assert_eq!(remaining, tokens, "limit {} has tokens out", index),
+                    Some(wait) => {
+                        prop_assert!(remaining < tokens && wait >= 1);
+                        let room = |t: u64| policy.peek(t, 0).decisions()[index].remaining();
+                        prop_assert_eq!(room(at + wait - 1), remaining, "limit {} early", index);
+                        prop_assert!(room(at + wait) > remaining, "limit {} at its time", index);
+                    }
+                }
+            }
+        }
+    }
+
     /// A policy of one limit answers exactly as that limit alone, every field.
     #[test]
     fn a_policy_of_one_limit_is_that_limit(algorithm in algorithm(), limits in limits(), trace in trace()) {
@@ -210,7 +240,7 @@ struct Model {
 }
 
 impl Model {
-    fn decide(&mut self, key: u8, op: Op, now: u64, cost: u64) -> Vec<Decision> {
+    fn decide(&mut self, key: u8, op: Op, now: u64, cost: u64) -> PolicyDecision {
         let at = match op {
             Op::Peek => self.latest.max(now),
             _ => {
@@ -225,7 +255,7 @@ impl Model {
             .or_insert_with(|| PolicyLimiter::with_algorithm(algorithm, policy.clone()));
         let decided = bucket.decide(op, at, cost);
         // Told in the caller's time: a wait counts from `now`, `at − now` before `at`.
-        decided
+        let decisions = decided
             .decisions()
             .iter()
             .map(|&decision| {
@@ -235,7 +265,11 @@ impl Model {
                 }
                 told
             })
-            .collect()
+            .collect();
+        let next_token_ms = (0..self.policy.len())
+            .map(|index| decided.next_token_ms(index).map(|ms| ms + (at - now)))
+            .collect();
+        PolicyDecision::new(decisions, next_token_ms)
     }
 }
 
@@ -266,13 +300,7 @@ where
                 let reserve = Op::Reserve { ticket: i as u64 };
                 let reserved = model.decide(key, reserve, now, cost);
                 let got = store.decide(&key, reserve, now, cost).unwrap();
-                prop_assert_eq!(
-                    got.decisions(),
-                    &reserved[..],
-                    "reserve {} of key {}",
-                    i,
-                    key
-                );
+                prop_assert_eq!(&got, &reserved, "reserve {} of key {}", i, key);
                 if !got.is_allowed() {
                     continue;
                 }
@@ -284,15 +312,7 @@ where
         for (op, cost) in ops {
             let want = model.decide(key, op, now, cost);
             let got = store.decide(&key, op, now, cost).unwrap();
-            prop_assert_eq!(
-                got.decisions(),
-                &want[..],
-                "{:?} {} of key {} at {} ms",
-                op,
-                i,
-                key,
-                now
-            );
+            prop_assert_eq!(&got, &want, "{:?} {} of key {} at {} ms", op, i, key, now);
         }
     }
     Ok(())

@@ -14,15 +14,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 use crate::algorithms::floating::FloatingState;
 use crate::algorithms::state::State;
 use crate::stores::keyed::from_callers_clock;
-use crate::stores::policy::{decide_all, peek_all};
+use crate::stores::policy::{answer, decide_all, peek_all};
 use crate::stores::seeded_hash::SeededState;
 use crate::stores::store::{Op, PolicyStore};
-use crate::values::decision::Decision;
 use crate::values::policy::{Policy, PolicyDecision};
 
 /// The states of every key under `policy`, one per limit, and the shared clock.
@@ -51,7 +49,7 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
         (now_ms, at_ms): (u64, u64),
         cost: u64,
     ) -> PolicyDecision {
-        let decisions = match op {
+        let answer = match op {
             // A peek's time may be ahead of the shared clock, which it leaves alone; so it
             // sweeps nothing: a later request may still be decided before that time.
             Op::Peek => self.peek(policy, fresh, &key, at_ms, cost),
@@ -60,10 +58,11 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
                     self.sweep(policy, at_ms);
                 }
                 let states = self.states.entry(key).or_insert_with(fresh);
-                decide_all(policy, states, op, at_ms, cost)
+                let decisions = decide_all(policy, states, op, at_ms, cost);
+                answer(policy, states, decisions)
             }
         };
-        told(decisions, at_ms - now_ms)
+        told(answer, at_ms - now_ms)
     }
 
     fn peek(
@@ -73,10 +72,11 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
         key: &K,
         at_ms: u64,
         cost: u64,
-    ) -> Vec<Decision> {
+    ) -> PolicyDecision {
+        let peek = |states: &[S]| answer(policy, states, peek_all(policy, states, at_ms, cost));
         match self.states.get(key) {
-            Some(states) => peek_all(policy, states, at_ms, cost),
-            None => peek_all(policy, &fresh(), at_ms, cost),
+            Some(states) => peek(states),
+            None => peek(&fresh()),
         }
     }
 
@@ -102,13 +102,22 @@ fn longest_window(policy: &Policy) -> u64 {
         .unwrap_or(1)
 }
 
-fn told(decisions: Vec<Decision>, shift_ms: u64) -> PolicyDecision {
-    PolicyDecision::new(
-        decisions
-            .into_iter()
-            .map(|decision| from_callers_clock(decision, shift_ms))
-            .collect(),
-    )
+/// `answer`, made at the shared clock's time, told in a caller's time `shift_ms` behind it:
+/// every wait is that much longer from the caller's `now`.
+fn told(answer: PolicyDecision, shift_ms: u64) -> PolicyDecision {
+    let decisions = answer
+        .decisions()
+        .iter()
+        .map(|decision| from_callers_clock(*decision, shift_ms))
+        .collect();
+    let next_token_ms = (0..answer.decisions().len())
+        .map(|index| {
+            answer
+                .next_token_ms(index)
+                .map(|ms| ms.saturating_add(shift_ms))
+        })
+        .collect();
+    PolicyDecision::new(decisions, next_token_ms)
 }
 
 /// One [`PolicyBucket`](crate::PolicyBucket) per key, all under the same policy, owned by

@@ -78,7 +78,8 @@ impl<S: State> PolicyBucket<S> {
 
     /// What [`hit`](PolicyBucket::hit) would answer, without spending anything.
     pub fn peek(&self, now_ms: u64, cost: u64) -> PolicyDecision {
-        PolicyDecision::new(peek_all(&self.policy, &self.states, now_ms, cost))
+        let decisions = peek_all(&self.policy, &self.states, now_ms, cost);
+        answer(&self.policy, &self.states, decisions)
     }
 
     /// Charges `cost` to every limit after the fact, even past them.
@@ -90,13 +91,42 @@ impl<S: State> PolicyBucket<S> {
     /// ([`Op::Hit`], [`Op::Reserve`]); a reserve is settled later with [`Op::Settle`] on
     /// the same policy, which settles it in each limit.
     pub fn decide(&mut self, op: Op, now_ms: u64, cost: u64) -> PolicyDecision {
-        PolicyDecision::new(decide_all(&self.policy, &mut self.states, op, now_ms, cost))
+        let decisions = decide_all(&self.policy, &mut self.states, op, now_ms, cost);
+        answer(&self.policy, &self.states, decisions)
     }
 
     /// Forgets every request: as new.
     pub fn reset(&mut self) {
         self.states.iter_mut().for_each(State::clear);
     }
+}
+
+/// The policy's answer from each limit's decision and its state after it.
+pub(crate) fn answer<S: State>(
+    policy: &Policy,
+    states: &[S],
+    decisions: Vec<Decision>,
+) -> PolicyDecision {
+    let next_token_ms = states
+        .iter()
+        .zip(policy.limits())
+        .zip(&decisions)
+        .map(|((state, limit), decision)| next_token_ms(state, &limit, decision))
+        .collect();
+    PolicyDecision::new(decisions, next_token_ms)
+}
+
+/// Milliseconds until `state` frees one more whole token than `decision` left: the wait of
+/// a request costing one token more than what remains (which cannot fit now, since
+/// `remaining` is the whole tokens free). `None` when every token is free.
+fn next_token_ms<S: State>(state: &S, limit: &Limit, decision: &Decision) -> Option<u64> {
+    let remaining = decision.remaining();
+    if remaining >= limit.tokens() {
+        return None;
+    }
+    state
+        .peek(limit, decision.at_ms, remaining + 1)
+        .retry_after_ms()
 }
 
 /// Every limit's peek: `states` holds one state per limit of `policy`, in its order.

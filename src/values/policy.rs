@@ -259,11 +259,21 @@ error_from_message!(PolicyError);
 pub struct PolicyDecision {
     /// One per limit, in the policy's order.
     decisions: Vec<Decision>,
+    /// One per limit: see [`PolicyDecision::next_token_ms`].
+    next_token_ms: Vec<Option<u64>>,
 }
 
 impl PolicyDecision {
-    pub(crate) fn new(decisions: Vec<Decision>) -> PolicyDecision {
-        PolicyDecision { decisions }
+    /// The answer made of each limit's `decisions`, in the policy's order, and, for each,
+    /// the milliseconds until it frees one more whole token ([`PolicyDecision::next_token_ms`];
+    /// `None` for a limit with every token free). A store that keeps its states elsewhere (in
+    /// Redis, say) builds its answer with this; the in-process stores build theirs from the
+    /// states they hold.
+    pub fn new(decisions: Vec<Decision>, next_token_ms: Vec<Option<u64>>) -> PolicyDecision {
+        PolicyDecision {
+            decisions,
+            next_token_ms,
+        }
     }
 
     /// Each limit's decision, in the policy's order. When the request was refused, these
@@ -322,6 +332,15 @@ impl PolicyDecision {
             }
         }
         answer.map(|(index, _)| index)
+    }
+
+    /// Milliseconds until the `index`th limit has room for more than its
+    /// [`remaining`](Decision::remaining) whole tokens, if nothing more is spent: the IETF
+    /// `RateLimit` field's `t`, "the time until additional quota is made available".
+    /// `None` when every token of that limit is free (nothing is coming back), or past the
+    /// last limit.
+    pub fn next_token_ms(&self, index: usize) -> Option<u64> {
+        self.next_token_ms.get(index).copied().flatten()
     }
 
     /// The fewest whole tokens any limit has left.
