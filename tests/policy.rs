@@ -458,3 +458,36 @@ fn a_bad_policy_says_what_is_wrong_and_what_is_allowed() {
         Err(PolicyError::BadName { .. })
     ));
 }
+
+/// A capped concurrent store turns a new key's hit away while its shard is full of keys
+/// that still count, says when the next sweep may make room, lets a record land, and takes
+/// the new key once the others have gone idle.
+#[test]
+fn a_capped_store_turns_new_keys_away_until_old_ones_go_idle() {
+    let policy: Policy = "2/1s 3/4s".parse().unwrap();
+    let store: ConcurrentKeyedPolicyLimiter<String, AnyState> =
+        ConcurrentKeyedPolicyLimiter::with_state_and_shards(
+            policy,
+            AnyState::new(Algorithm::SlidingLog),
+            NonZeroUsize::MIN,
+        )
+        .with_max_keys(NonZeroUsize::new(2).unwrap());
+    assert_eq!(store.max_keys(), Some(2));
+    assert!(store.try_decide("a", Op::Hit, 100, 1).unwrap().is_allowed());
+    assert!(store.try_decide("b", Op::Hit, 200, 1).unwrap().is_allowed());
+    let full = store.try_decide("c", Op::Hit, 1_000, 1).unwrap_err();
+    assert_eq!((full.max_keys, full.retry_after_ms), (2, 3_000));
+    // Through the infallible API, the same refusal is a denial with that wait.
+    let denied = store.hit("c".to_string(), 1_000, 1);
+    assert_eq!(denied.retry_after_ms(), Some(3_000));
+    // A charge for a request already answered lands, full or not.
+    assert!(store.try_decide("d", Op::Record, 1_000, 1).is_ok());
+    assert_eq!(store.len(), 3);
+    // At 4.3 s the first window of the longest limit is over: a and b hold nothing and are
+    // dropped; d, charged at 1 s, still counts and is kept.
+    assert!(store
+        .try_decide("c", Op::Hit, 4_300, 1)
+        .unwrap()
+        .is_allowed());
+    assert_eq!(store.len(), 2);
+}

@@ -172,20 +172,20 @@ struct PaddedShard<K, S>(RwLock<Shard<K, S>>);
 /// A request's key: owned, and moved into the limiter if the key is new; or borrowed (a
 /// `&str` for a `String` key), and copied into it only then, so that a decision for a key
 /// already present allocates nothing.
-enum KeyArg<'a, K, Q: ?Sized> {
+pub(crate) enum KeyArg<'a, K, Q: ?Sized> {
     Owned(K),
     Borrowed(&'a Q, fn(&Q) -> K),
 }
 
 impl<K: Borrow<Q>, Q: ?Sized> KeyArg<'_, K, Q> {
-    fn get(&self) -> &Q {
+    pub(crate) fn get(&self) -> &Q {
         match self {
             KeyArg::Owned(key) => key.borrow(),
             KeyArg::Borrowed(key, _) => key,
         }
     }
 
-    fn into_owned(self) -> K {
+    pub(crate) fn into_owned(self) -> K {
         match self {
             KeyArg::Owned(key) => key,
             KeyArg::Borrowed(key, to_owned) => to_owned(key),

@@ -6,6 +6,7 @@
 //! request brought), and a key whose every limit holds nothing still counting is dropped,
 //! at most once per window of the policy's longest limit: no key can be dropped sooner.
 
+use core::borrow::Borrow;
 use core::convert::Infallible;
 use core::hash::{BuildHasher, Hash};
 use core::num::NonZeroUsize;
@@ -17,10 +18,12 @@ use alloc::boxed::Box;
 
 use crate::algorithms::floating::FloatingState;
 use crate::algorithms::state::State;
+use crate::stores::concurrent::{KeyArg, TooManyKeys};
 use crate::stores::keyed::from_callers_clock;
 use crate::stores::policy::{answer, decide_all, peek_all};
 use crate::stores::seeded_hash::SeededState;
 use crate::stores::store::{Op, PolicyStore};
+use crate::values::decision::Outcome;
 use crate::values::policy::{Policy, PolicyDecision};
 
 /// The states of every key under `policy`, one per limit, and the shared clock.
@@ -39,40 +42,64 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
         }
     }
 
-    /// Decides `op` for `key` at the shared clock's `at_ms`, told in the caller's time.
-    fn decide(
+    /// Decides `op` for `key` at the shared clock's `at_ms`, told in the caller's time. A
+    /// hit or a reserve for a new key is turned away when the map already holds `cap` keys.
+    #[allow(clippy::too_many_arguments)]
+    fn decide<Q: Hash + Eq + ?Sized>(
         &mut self,
         policy: &Policy,
         fresh: &impl Fn() -> Box<[S]>,
-        key: K,
+        key: KeyArg<'_, K, Q>,
         op: Op,
         (now_ms, at_ms): (u64, u64),
         cost: u64,
-    ) -> PolicyDecision {
+        cap: usize,
+    ) -> Result<PolicyDecision, TooManyKeys>
+    where
+        K: Borrow<Q>,
+    {
         let answer = match op {
             // A peek's time may be ahead of the shared clock, which it leaves alone; so it
             // sweeps nothing: a later request may still be decided before that time.
-            Op::Peek => self.peek(policy, fresh, &key, at_ms, cost),
+            Op::Peek => self.peek(policy, fresh, key.get(), at_ms, cost),
             op => {
-                if at_ms / longest_window(policy) > self.swept_window {
+                let longest = longest_window(policy);
+                if at_ms / longest > self.swept_window {
                     self.sweep(policy, at_ms);
                 }
-                let states = self.states.entry(key).or_insert_with(fresh);
+                // A record or a settle charges what a request really cost, and always lands.
+                let spends = matches!(op, Op::Hit | Op::Reserve { .. });
+                if spends && self.states.len() >= cap && !self.states.contains_key(key.get()) {
+                    return Err(TooManyKeys {
+                        max_keys: cap,
+                        // The next sweep, when the keys that no longer count are dropped.
+                        retry_after_ms: ((self.swept_window + 1) * longest)
+                            .saturating_sub(now_ms)
+                            .max(1),
+                    });
+                }
+                let states = match self.states.get_mut(key.get()) {
+                    Some(states) => states,
+                    None => self.states.entry(key.into_owned()).or_insert_with(fresh),
+                };
                 let decisions = decide_all(policy, states, op, at_ms, cost);
                 answer(policy, states, decisions)
             }
         };
-        told(answer, at_ms - now_ms)
+        Ok(told(answer, at_ms - now_ms))
     }
 
-    fn peek(
+    fn peek<Q: Hash + Eq + ?Sized>(
         &self,
         policy: &Policy,
         fresh: &impl Fn() -> Box<[S]>,
-        key: &K,
+        key: &Q,
         at_ms: u64,
         cost: u64,
-    ) -> PolicyDecision {
+    ) -> PolicyDecision
+    where
+        K: Borrow<Q>,
+    {
         let peek = |states: &[S]| answer(policy, states, peek_all(policy, states, at_ms, cost));
         match self.states.get(key) {
             Some(states) => peek(states),
@@ -199,8 +226,18 @@ impl<K: Hash + Eq, S: State + Clone> KeyedPolicyLimiter<K, S> {
         self.latest_ms = self.latest_ms.max(now_ms);
         let (policy, fresh) = (&self.policy, &self.fresh);
         let fresh = || fresh_states(policy, fresh);
-        self.buckets
-            .decide(policy, &fresh, key, op, (now_ms, self.latest_ms), cost)
+        let key = KeyArg::<K, K>::Owned(key);
+        let decided = self.buckets.decide(
+            policy,
+            &fresh,
+            key,
+            op,
+            (now_ms, self.latest_ms),
+            cost,
+            usize::MAX,
+        );
+        // No cap, so no key is ever turned away.
+        decided.unwrap_or_else(|_| unreachable_without_cap())
     }
 
     /// Forgets `key`'s requests.
@@ -221,6 +258,12 @@ impl<K: Hash + Eq, S: State + Clone> KeyedPolicyLimiter<K, S> {
     fn fresh_states(&self) -> Box<[S]> {
         fresh_states(&self.policy, &self.fresh)
     }
+}
+
+/// What an uncapped map answers for a full one: it never is.
+#[cold]
+fn unreachable_without_cap() -> PolicyDecision {
+    PolicyDecision::new(alloc::vec::Vec::new(), alloc::vec::Vec::new())
 }
 
 fn fresh_states<S: Clone>(policy: &Policy, fresh: &S) -> Box<[S]> {
@@ -281,6 +324,8 @@ pub struct ConcurrentKeyedPolicyLimiter<K, S = FloatingState> {
     shards: Box<[Mutex<Buckets<K, S>>]>,
     hasher: SeededState,
     latest_ms: AtomicU64,
+    /// The most keys a shard holds before a new key is turned away; `usize::MAX`, no cap.
+    keys_per_shard: usize,
 }
 
 impl<K: Hash + Eq, S: State + Clone + Default> ConcurrentKeyedPolicyLimiter<K, S> {
@@ -307,6 +352,7 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedPolicyLimiter<K, S> {
                 .collect(),
             hasher: SeededState::new(),
             latest_ms: AtomicU64::new(0),
+            keys_per_shard: usize::MAX,
         }
     }
 
@@ -332,9 +378,90 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedPolicyLimiter<K, S> {
         self.decide(key, Op::Record, now_ms, cost)
     }
 
-    /// Applies `op` to `key`'s buckets: all or nothing for a hit or a reserve.
+    /// Applies `op` to `key`'s buckets: all or nothing for a hit or a reserve. A new key
+    /// turned away by the cap ([`with_max_keys`](ConcurrentKeyedPolicyLimiter::with_max_keys))
+    /// is answered as a denial by every limit, with the cap's wait.
     pub fn decide(&self, key: K, op: Op, now_ms: u64, cost: u64) -> PolicyDecision {
-        let shard = &self.shards[self.shard_of(&key)];
+        let key = KeyArg::<K, K>::Owned(key);
+        match self.decide_key(key, op, now_ms, cost) {
+            Ok(answer) => answer,
+            Err(full) => self.full_answer(full, now_ms, cost),
+        }
+    }
+
+    /// [`decide`](ConcurrentKeyedPolicyLimiter::decide) for a borrowed key (a `&str` for a
+    /// `String` key), copied only when the key is new, and telling a new key turned away by
+    /// the cap apart from a denial.
+    pub fn try_decide<Q>(
+        &self,
+        key: &Q,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<PolicyDecision, TooManyKeys>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.decide_key(KeyArg::Borrowed(key, Q::to_owned), op, now_ms, cost)
+    }
+
+    /// The same limiter holding at most about `max_keys` keys, each shard its share rounded
+    /// up: past it, a hit or a reserve for a new key is turned away until its shard's next
+    /// sweep drops the keys that no longer count. No key that still counts is ever evicted,
+    /// since that would forget its charges; a record or a settle always lands.
+    pub fn with_max_keys(mut self, max_keys: NonZeroUsize) -> ConcurrentKeyedPolicyLimiter<K, S> {
+        self.keys_per_shard = max_keys.get().div_ceil(self.shards.len());
+        self
+    }
+
+    /// The cap on keys as the shards hold it (rounded up to a multiple of the shards);
+    /// `None` without one.
+    pub fn max_keys(&self) -> Option<usize> {
+        (self.keys_per_shard != usize::MAX).then(|| self.keys_per_shard * self.shards.len())
+    }
+
+    /// Drops every key whose limits hold nothing still counting at the shared clock, in
+    /// every shard: shards sweep themselves once per longest window when used, and a server
+    /// may call this for the ones no request has touched lately.
+    pub fn sweep(&self) {
+        let at_ms = self.latest_ms.load(Ordering::Acquire);
+        for shard in self.shards.iter() {
+            let mut buckets = shard.lock().unwrap_or_else(PoisonError::into_inner);
+            buckets.sweep(&self.policy, at_ms);
+        }
+    }
+
+    /// The answer of a new key turned away by the cap: each limit as a fresh key's would
+    /// answer, but a denial, with the cap's wait, where it would have had room.
+    fn full_answer(&self, full: TooManyKeys, now_ms: u64, cost: u64) -> PolicyDecision {
+        let fresh = fresh_states(&self.policy, &self.fresh);
+        let peeks = peek_all(&self.policy, &fresh, now_ms, cost);
+        let decisions = peeks
+            .into_iter()
+            .map(|mut decision| {
+                if decision.outcome == Outcome::Allowed {
+                    decision.outcome = Outcome::Denied {
+                        retry_after_ms: full.retry_after_ms,
+                    };
+                }
+                decision
+            })
+            .collect();
+        PolicyDecision::new(decisions, alloc::vec![None; self.policy.len()])
+    }
+
+    fn decide_key<Q: Hash + Eq + ?Sized>(
+        &self,
+        key: KeyArg<'_, K, Q>,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<PolicyDecision, TooManyKeys>
+    where
+        K: Borrow<Q>,
+    {
+        let shard = &self.shards[self.shard_of(key.get())];
         // A poisoned lock means a thread panicked while holding it; the rule never panics
         // part-way through a write, so the states are whole and the lock can be used.
         let mut buckets = shard.lock().unwrap_or_else(PoisonError::into_inner);
@@ -348,7 +475,8 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedPolicyLimiter<K, S> {
         let at_ms = latest_ms.max(now_ms);
         let (policy, fresh) = (&self.policy, &self.fresh);
         let fresh = || fresh_states(policy, fresh);
-        buckets.decide(policy, &fresh, key, op, (now_ms, at_ms), cost)
+        let cap = self.keys_per_shard;
+        buckets.decide(policy, &fresh, key, op, (now_ms, at_ms), cost, cap)
     }
 
     /// Forgets `key`'s requests.
@@ -377,7 +505,7 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedPolicyLimiter<K, S> {
         self.len() == 0
     }
 
-    fn shard_of(&self, key: &K) -> usize {
+    fn shard_of<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
         let hash = self.hasher.hash_one(key);
         // The high bits: the map inside the shard uses the low ones.
         ((hash >> 32) as usize) % self.shards.len()
