@@ -97,7 +97,7 @@ mod values;
 
 pub use algorithms::reservation;
 pub use analysis::{compare, replay};
-pub use serving::{costs, esi, flow, request_log};
+pub use serving::{costs, esi, flow, ietf, request_log};
 
 pub mod state {
     //! What every algorithm does with a request, and the rule they all share.

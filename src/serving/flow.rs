@@ -36,6 +36,7 @@
 
 use crate::algorithms::reservation::{Admission, Reservation};
 use crate::serving::costs::{CostTable, UnpricedStatus};
+use crate::serving::ietf::QuotaUnit;
 use crate::stores::store::Store;
 use crate::values::decision::Decision;
 
@@ -110,6 +111,15 @@ impl Pricing {
     /// What a request reserves before it is answered.
     pub fn reserve_cost(&self) -> u64 {
         self.reserve
+    }
+
+    /// What the quotas count under this pricing, for the IETF fields' `qu`: requests when
+    /// every request costs exactly 1 whatever its answer, tokens otherwise.
+    pub fn quota_unit(&self) -> QuotaUnit {
+        match (&self.costs, self.reserve) {
+            (None, 1) => QuotaUnit::Requests,
+            _ => QuotaUnit::Tokens,
+        }
     }
 
     /// The cost table, when answers are priced by status.

@@ -5,4 +5,5 @@
 pub mod costs;
 pub mod esi;
 pub mod flow;
+pub mod ietf;
 pub mod request_log;
