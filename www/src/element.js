@@ -4,7 +4,7 @@ import { decisionDetail } from "./detail.js";
 import { html, sharedSheet } from "./dom.js";
 import { count, formatWindow, statusLine } from "./format.js";
 import { CostTable, Limiter, load } from "./limiter.js";
-import { arrivedMode, loadMode, modeName } from "./modes.js";
+import { arrivedMode, isPolicy, loadMode, modeName } from "./modes.js";
 import { SingleView } from "./single.js";
 import styles from "./styles.css";
 
@@ -296,10 +296,7 @@ export class RateLimitDemo extends Base {
     return text !== null && text !== "false";
   }
   set predict(value) {
-    if (value === true || value === "" || value === "true") this.setAttribute("predict", "");
-    else if (value === false || value === null || value === undefined || value === "false") {
-      this.removeAttribute("predict");
-    } else this.setAttribute("predict", String(value));
+    this.#toggle("predict", value);
   }
 
   /** Whether compare mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
@@ -308,10 +305,7 @@ export class RateLimitDemo extends Base {
     return text !== null && text !== "false";
   }
   set compare(value) {
-    if (value === true || value === "" || value === "true") this.setAttribute("compare", "");
-    else if (value === false || value === null || value === undefined || value === "false") {
-      this.removeAttribute("compare");
-    } else this.setAttribute("compare", String(value));
+    this.#toggle("compare", value);
   }
 
   /** The `replay` attribute as written, or null: replay mode is off. @type {string | null} */
@@ -425,6 +419,17 @@ export class RateLimitDemo extends Base {
     return this.#mode !== null;
   }
 
+  /**
+   * Sets a boolean attribute from a property: true (or "", "true") adds it, false (or null,
+   * undefined, "false") removes it, and any other value is written as it is.
+   */
+  #toggle(name, value) {
+    if (value === true || value === "" || value === "true") this.setAttribute(name, "");
+    else if (value === false || value === null || value === undefined || value === "false") {
+      this.removeAttribute(name);
+    } else this.setAttribute(name, String(value));
+  }
+
   #reflect(name, value) {
     if (value === null || value === undefined) this.removeAttribute(name);
     else this.setAttribute(name, String(value));
@@ -450,6 +455,9 @@ export class RateLimitDemo extends Base {
     this.#teardown();
     const attribute = (name) => this.getAttribute(name);
     const limit = this.limit;
+    // A policy's limiter is its mode's, from WebAssembly the default module leaves out; the
+    // mode checks `cost` against its limits and sets it.
+    const policy = isPolicy(limit);
     let limiters = [];
     let table = null;
     let compare;
@@ -459,11 +467,13 @@ export class RateLimitDemo extends Base {
         { compare, algorithm: attribute("algorithm"), algorithms: attribute("algorithms") },
         Limiter.algorithms,
       );
-      for (const algorithm of names) limiters.push(new Limiter({ limit, algorithm }));
-      assertShowable(limiters[0], limit);
+      if (!policy) {
+        for (const algorithm of names) limiters.push(new Limiter({ limit, algorithm }));
+        assertShowable(limiters[0], limit);
+      }
       const costs = attribute("costs");
       if (costs !== null) table = this.#costTable(costs);
-      this.#pricing = { cost: readCost(attribute("cost"), limiters[0].tokens), table };
+      this.#pricing = { cost: policy ? 1 : readCost(attribute("cost"), limiters[0].tokens), table };
     } catch (error) {
       for (const limiter of limiters) limiter.free();
       table?.free();
@@ -488,6 +498,7 @@ export class RateLimitDemo extends Base {
       endpoint: attribute("endpoint"),
       predict: this.predict,
       replay: attribute("replay"),
+      limit,
     });
     const module = arrivedMode(name);
     if (module) {
@@ -526,7 +537,7 @@ export class RateLimitDemo extends Base {
     // A mode's sheet goes when another mode takes over: predict mode's hides a part of plain's.
     this.#root.adoptedStyleSheets = module.sheet ? [baseSheet, module.sheet] : [baseSheet];
     if (mode.element) (mode.place === "answer" ? this.#answer : this.#single.element).after(mode.element);
-    this.#buildHeading(context.limiters[0]);
+    this.#buildHeading(context.limiters[0] ?? mode);
     this.#buildButtons();
     this.#showHint();
     this.#loading.hidden = true;
@@ -562,14 +573,17 @@ export class RateLimitDemo extends Base {
     this.#error.hidden = false;
   }
 
-  /** The limit in words and as written, from the first limiter's numbers, and what runs. */
+  /**
+   * The limit in words and as written, from the first limiter's numbers (or the mode's
+   * headline, for a mode that makes its own limiters), and what runs.
+   */
   #buildHeading({ tokens, windowMs, limit, algorithm }) {
     const { cost, table } = this.#pricing;
     // With costs that vary, a token is no longer a request.
     const unit = table || cost !== 1 ? "token" : "request";
     const perRequest = table || cost === 1 ? "" : ` · each request costs ${count(cost, "token")}`;
     this.#heading.replaceChildren(
-      html("strong", {}, `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
+      html("strong", {}, this.#mode.headline?.(unit) ?? `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
       ` · ${this.#mode.label ?? algorithmLabel(algorithm)}${perRequest} `,
       html("code", { class: "limit-code" }, limit),
     );
