@@ -97,7 +97,7 @@ class PolicyMode {
     this.limit = raw.text;
     this.algorithm = raw.algorithm;
     if (limits.length > 1) {
-      this.label = `${algorithmLabel(this.algorithm)} in each, all ${limits.length} must have room`;
+      this.label = `${algorithmLabel(this.algorithm)} · a request must fit all ${limits.length}`;
     }
     this.hint = pricingHint(pricing) ?? "Press Hit to send a request: it must fit every limit.";
     this.#rows = limits.map((limit) => this.#row(limit));
