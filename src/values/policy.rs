@@ -343,6 +343,20 @@ impl PolicyDecision {
         self.next_token_ms.get(index).copied().flatten()
     }
 
+    /// The limit the answer is nearest to refusing by: the one that answered a refusal
+    /// ([`answered_by`](PolicyDecision::answered_by)), else the one with the fewest whole
+    /// tokens left (the first of equals). The one limit a dialect with room for a single
+    /// limit (ESI's `X-Ratelimit-*`) reports.
+    pub fn nearest(&self) -> usize {
+        self.answered_by().unwrap_or_else(|| {
+            let fewest = self.remaining();
+            self.decisions
+                .iter()
+                .position(|decision| decision.remaining() == fewest)
+                .unwrap_or(0)
+        })
+    }
+
     /// The fewest whole tokens any limit has left.
     pub fn remaining(&self) -> u64 {
         self.decisions
