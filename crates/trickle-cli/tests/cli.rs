@@ -1095,3 +1095,25 @@ fn a_policy_replays_row_by_row_as_the_core_decides() {
         );
     }
 }
+
+/// The policy example of docs/src/cli.md, rows and summary, as the binary writes them.
+#[test]
+fn the_policy_example_replays_as_the_docs_say() {
+    let log = "t_ms,cost\n0,1\n100,1\n200,1\n1000,1\n1100,1\n2000,1\n";
+    let args = [
+        "replay",
+        "--limit",
+        "burst=2/1s 4/1h",
+        "--algorithm",
+        "fixed",
+    ];
+    let run = trickle(&args, log);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/cli.md"
+    ))
+    .unwrap();
+    let shown = format!("{}{}", run.stdout, run.stderr);
+    assert!(docs.contains(shown.trim_end()), "{shown}");
+}
