@@ -265,6 +265,7 @@ e2e: setup-test site docs
 e2e-run:
 	$(CARGO) build --locked -p trickle-cli
 	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
+	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly

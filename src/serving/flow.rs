@@ -39,6 +39,7 @@ use crate::serving::costs::{CostTable, UnpricedStatus};
 use crate::serving::ietf::QuotaUnit;
 use crate::stores::store::Store;
 use crate::values::decision::Decision;
+use crate::values::policy::PolicyDecision;
 
 /// How a request ended, as far as its price goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,6 +169,17 @@ impl Pricing {
             Err(unpriced) => (0, Some(unpriced)),
         }
     }
+}
+
+/// The reservation an allowed reserve under a policy holds: its tokens, taken in every
+/// limit at the decision's time, under `ticket`. `None` when the policy refused it (nothing
+/// was taken anywhere). The policy's twin of [`Admission::new`], for a store that decides
+/// [`Op::Reserve`](crate::Op::Reserve) itself.
+pub fn policy_reservation(decision: &PolicyDecision, ticket: u64) -> Option<Reservation> {
+    let own = decision.decisions().first()?;
+    decision
+        .is_allowed()
+        .then(|| Reservation::from_parts(own.at_ms, own.cost, ticket))
 }
 
 impl Default for Pricing {

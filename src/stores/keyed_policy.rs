@@ -421,11 +421,11 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedPolicyLimiter<K, S> {
         (self.keys_per_shard != usize::MAX).then(|| self.keys_per_shard * self.shards.len())
     }
 
-    /// Drops every key whose limits hold nothing still counting at the shared clock, in
-    /// every shard: shards sweep themselves once per longest window when used, and a server
-    /// may call this for the ones no request has touched lately.
-    pub fn sweep(&self) {
-        let at_ms = self.latest_ms.load(Ordering::Acquire);
+    /// Drops every key whose limits hold nothing still counting at `now_ms` (or the shared
+    /// clock, if later), in every shard: shards sweep themselves once per longest window
+    /// when used, and a server may call this for the ones no request has touched lately.
+    pub fn sweep(&self, now_ms: u64) {
+        let at_ms = self.latest_ms.load(Ordering::Acquire).max(now_ms);
         for shard in self.shards.iter() {
             let mut buckets = shard.lock().unwrap_or_else(PoisonError::into_inner);
             buckets.sweep(&self.policy, at_ms);

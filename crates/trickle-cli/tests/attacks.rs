@@ -139,7 +139,12 @@ fn a_flood_of_new_client_ids_is_held_at_the_cap() {
         .parse()
         .unwrap();
     assert!((1..=900).contains(&wait), "{wait}");
-    assert!(refused.json()["error"]
+    let problem = refused.json();
+    assert_eq!(
+        problem["type"],
+        "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+    );
+    assert!(problem["detail"]
         .as_str()
         .unwrap()
         .contains("as many clients as it may"));

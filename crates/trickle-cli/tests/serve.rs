@@ -36,8 +36,10 @@ costs = "2xx:1 4xx:3 429:0 5xx:0"
 routes = ["/search"]
 "#;
 
-/// The six headers the page may read, as CORS lists them.
-const EXPOSED: [&str; 6] = [
+/// The headers the page may read, in either dialect, as CORS lists them.
+const EXPOSED: [&str; 8] = [
+    "ratelimit",
+    "ratelimit-policy",
     "retry-after",
     "x-ratelimit-group",
     "x-ratelimit-limit",
@@ -88,11 +90,30 @@ fn each_answer_is_charged_by_its_status_in_its_groups_bucket_for_its_client() {
             (429, Some(0), Some(0)),
         ]
     );
-    for reply in &replies {
+    for (index, reply) in replies.iter().enumerate() {
         assert_eq!(reply.header("x-ratelimit-limit"), Some("6/8s"));
         assert_eq!(reply.header("x-ratelimit-group"), Some("fitting"));
-        assert_eq!(reply.header("content-type"), Some("application/json"));
+        // The handler's answers are JSON; the refusal is an RFC 9457 problem.
+        let json = if index < 3 {
+            "application/json"
+        } else {
+            "application/problem+json"
+        };
+        assert_eq!(reply.header("content-type"), Some(json));
     }
+    let refusal = replies[3].json();
+    assert_eq!(
+        (
+            &refusal["type"],
+            &refusal["status"],
+            &refusal["violated-policies"]
+        ),
+        (
+            &serde_json::json!("https://iana.org/assignments/http-problem-types#quota-exceeded"),
+            &serde_json::json!(429),
+            &serde_json::json!(["6/8s"])
+        )
+    );
     assert_eq!(
         replies[0].json(),
         serde_json::json!({"group": "fitting", "route": "/fittings", "status": 200})
@@ -109,7 +130,7 @@ fn each_answer_is_charged_by_its_status_in_its_groups_bucket_for_its_client() {
     );
     assert!((2..=10).contains(&retry_after));
     assert!(
-        replies[3].json()["error"]
+        replies[3].json()["detail"]
             .as_str()
             .unwrap()
             .contains("rate limit 6/8s of group fitting exceeded"),
@@ -168,7 +189,7 @@ fn what_no_route_takes_is_not_charged() {
     let unknown = http.get(&url("/nowhere"), &client("c"));
     assert_eq!(unknown.status, 404);
     assert_eq!(unknown.header("x-ratelimit-remaining"), None);
-    let message = unknown.json()["error"].as_str().unwrap().to_string();
+    let message = unknown.json()["detail"].as_str().unwrap().to_string();
     assert!(message.contains("/nowhere"), "{message}");
     assert!(message.contains("/fittings, /fittings/ships, /markets, /search"));
     // A route's path with a trailing slash is another path.
@@ -326,9 +347,12 @@ fn a_request_without_a_valid_client_id_status_or_delay_is_a_400_and_costs_nothin
         let reply = http.get(&format!("{url}{query}"), headers);
         let case = format!("{query} {headers:?}");
         assert_eq!(reply.status, 400, "{case}: {reply:?}");
-        assert_eq!(reply.header("content-type"), Some("application/json"));
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/problem+json")
+        );
         assert_eq!(reply.header("x-ratelimit-remaining"), None, "{case}");
-        let message = reply.json()["error"].as_str().unwrap().to_string();
+        let message = reply.json()["detail"].as_str().unwrap().to_string();
         for text in expected {
             assert!(message.contains(text), "{case}: no {text:?} in {message:?}");
         }
@@ -359,7 +383,7 @@ fn oversized_headers_get_a_431_and_the_server_stays_up() {
     let padding = "a".repeat(100_000);
     let reply = http.get(&url, &[("X-Client-Id", "big"), ("X-Padding", &padding)]);
     assert_eq!(reply.status, 431, "{:?}", reply.headers);
-    let message = reply.json()["error"].as_str().unwrap().to_string();
+    let message = reply.json()["detail"].as_str().unwrap().to_string();
     assert!(message.contains("at most 8192"), "{message}");
     assert_eq!(reply.header("x-ratelimit-remaining"), None);
 
@@ -419,7 +443,7 @@ fn sigterm_and_sigint_stop_the_server_cleanly() {
 #[test]
 fn bad_config_files_are_refused_with_the_line_and_what_is_allowed() {
     #[rustfmt::skip]
-    let cases: [(&str, &str, &[&str]); 19] = [
+    let cases: [(&str, &str, &[&str]); 21] = [
         ("unknown algorithm",
             "[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nalgorithm = \"gcra\"\nroutes = [\"/a\"]\n",
             &["line 4: ", "unknown algorithm \"gcra\"", "floating, sliding-log, fixed or token-bucket"]),
@@ -437,7 +461,13 @@ fn bad_config_files_are_refused_with_the_line_and_what_is_allowed() {
             &["line 5: ", "unknown field `burst`", "`name`, `limit`, `algorithm`, `costs`, `routes`"]),
         ("unknown field at the top",
             "cors = [\"*\"]\n[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n",
-            &["line 1: ", "unknown field `cors`", "`cors_origins` or `group`"]),
+            &["line 1: ", "unknown field `cors`", "`cors_origins`, `headers`, `group`"]),
+        ("a header dialect nobody speaks",
+            "headers = \"draft-7\"\n[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n",
+            &["line 1: ", "headers = \"draft-7\" is no header dialect", "\"esi\"", "\"ietf\"", "\"both\""]),
+        ("a policy naming two limits alike",
+            "[[group]]\nname = \"a\"\nlimit = \"10/1s 10/1s\"\nroutes = [\"/a\"]\n",
+            &["line 3: ", "two limits named \"10/1s\"", "burst=10/1s"]),
         ("a route in two groups",
             "[[group]]\nname = \"a\"\nlimit = \"6/8s\"\nroutes = [\"/a\"]\n\n[[group]]\nname = \"b\"\nlimit = \"6/8s\"\nroutes = [\"/b\", \"/a\"]\n",
             &["line 9: ", "route \"/a\" is in group \"b\" and in group \"a\" (line 4)"]),

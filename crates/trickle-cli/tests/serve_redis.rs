@@ -276,7 +276,7 @@ fn a_redis_outage_fails_closed_when_told_with_503_and_retry_after() {
         assert_eq!(reply.status, 503, "{reply:?}");
         assert_eq!(reply.header("retry-after"), Some("1"));
         assert_eq!(
-            reply.json()["error"],
+            reply.json()["detail"],
             "the rate limiter is unavailable; retry shortly"
         );
     });
@@ -404,7 +404,7 @@ fn a_key_of_the_wrong_type_gets_500_under_every_rule() {
         let reply = http.get(&route, &client("broken"));
         assert_eq!(reply.status, 500, "{flags:?}: {reply:?}");
         assert_eq!(
-            reply.json()["error"],
+            reply.json()["detail"],
             "the rate limiter cannot decide this request: a Redis key of this bucket holds a \
              value of the wrong type (WRONGTYPE): another program wrote it",
             "{flags:?}"

@@ -39,7 +39,7 @@ use figures::{median_figures, target_dir, Figures};
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use trickle_core::Algorithm;
+use trickle_core::{Algorithm, Limit, Policy};
 use trickle_redis::RedisLimiter;
 use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 
@@ -123,11 +123,11 @@ fn start(
     runtime: &tokio::runtime::Runtime,
 ) -> Result<String, String> {
     let router = Router::new().route("/hello", get(|| async { "ok" }));
-    let limit = LIMIT.parse().expect("a valid limit");
+    let limit: Limit = LIMIT.parse().expect("a valid limit");
     let app = match variant {
         Variant::Bare => router,
         Variant::InProcess => router.layer(RateLimitLayer::new(
-            InProcess::new().with_group("bench", Algorithm::Floating, limit),
+            InProcess::new().with_group("bench", Algorithm::Floating, Policy::single(limit)),
             subject,
         )),
         Variant::Redis => {

@@ -1,5 +1,6 @@
-//! The answers the layer writes or completes itself: a 429, a 503, a JSON error, and the
-//! `X-Ratelimit-*` headers on every limited response.
+//! The answers the layer writes or completes itself: a 429, a 503, an RFC 9457 problem, and
+//! the rate-limit headers (ESI's `X-Ratelimit-*`, the IETF's `RateLimit-Policy` and
+//! `RateLimit`, or both) on every limited response.
 
 use std::cell::RefCell;
 
@@ -7,7 +8,10 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
-use trickle_core::{Decision, Limit};
+use trickle_core::ietf::{self, QuotaUnit};
+use trickle_core::{Decision, Limit, Policy, PolicyDecision};
+
+use crate::structured;
 
 /// `X-Ratelimit-Group`: the route group whose bucket the request was charged to.
 pub const X_RATELIMIT_GROUP: HeaderName = HeaderName::from_static("x-ratelimit-group");
@@ -17,6 +21,11 @@ pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-l
 pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 /// `X-Ratelimit-Used`: the tokens this request spent.
 pub const X_RATELIMIT_USED: HeaderName = HeaderName::from_static("x-ratelimit-used");
+/// `RateLimit-Policy`: each limit of the group's policy, its quota and window
+/// (draft-ietf-httpapi-ratelimit-headers-11).
+pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+/// `RateLimit`: each limit's remaining quota, and the seconds until more is made available.
+pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 /// `X-Ratelimit-Shadow`: in shadow mode, on the answer to a request a normal layer would
 /// have refused: `would-refuse;reason=limit;retry-after=9` (a Structured Field: a token
 /// with parameters). `reason` is `limit` or `free_runs`; `retry-after`, the seconds the
@@ -26,43 +35,126 @@ pub const X_RATELIMIT_SHADOW: HeaderName = HeaderName::from_static("x-ratelimit-
 /// The body of a response: the handler's, or the short JSON one the layer wrote itself.
 pub type Body<B> = Either<B, Full<Bytes>>;
 
-/// 429, as ESI answers it: the refused reserve's headers (`Retry-After` among them) and a
-/// JSON body saying how long to wait.
-pub(crate) fn too_many_requests<B>(refusal: &Decision, group: &str) -> Response<Body<B>> {
-    let message = match refusal.retry_after_s() {
-        Some(seconds) => format!(
-            "rate limit {} of group {group} exceeded: retry after {seconds} s",
-            refusal.limit
+/// Which rate-limit headers the layer writes on the answers of limited requests
+/// ([`RateLimitLayer::headers`](crate::RateLimitLayer::headers)). `Retry-After` goes on
+/// every refusal whichever is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HeaderDialect {
+    /// ESI's `X-Ratelimit-Limit`, `-Remaining`, `-Used` and `-Group`, of the limit nearest to
+    /// refusing ([`PolicyDecision::nearest`]).
+    #[default]
+    Esi,
+    /// The IETF's `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-11),
+    /// every limit of the group's policy, as Structured Fields.
+    Ietf,
+    /// Both.
+    Both,
+}
+
+impl HeaderDialect {
+    /// Every dialect, by the name a configuration writes.
+    pub const ALL: [(HeaderDialect, &'static str); 3] = [
+        (HeaderDialect::Esi, "esi"),
+        (HeaderDialect::Ietf, "ietf"),
+        (HeaderDialect::Both, "both"),
+    ];
+
+    fn esi(self) -> bool {
+        self != HeaderDialect::Ietf
+    }
+
+    fn ietf(self) -> bool {
+        self != HeaderDialect::Esi
+    }
+}
+
+impl std::str::FromStr for HeaderDialect {
+    type Err = String;
+
+    /// `esi`, `ietf` or `both`.
+    fn from_str(text: &str) -> Result<HeaderDialect, String> {
+        HeaderDialect::ALL
+            .iter()
+            .find(|(_, name)| *name == text)
+            .map(|(dialect, _)| *dialect)
+            .ok_or_else(|| format!("unknown header dialect {text:?}; expected esi, ietf or both"))
+    }
+}
+
+/// What every answer of one group's request is written with: the group, its policy, the
+/// dialect, and what the quotas count.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Group<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) policy: &'a Policy,
+    pub(crate) dialect: HeaderDialect,
+    pub(crate) unit: QuotaUnit,
+}
+
+/// 429: the refused reserve's headers (`Retry-After` among them) and a problem body
+/// (RFC 9457) of the draft's type `quota-exceeded`, naming the limits that refused it in
+/// `violated-policies` and saying how long to wait.
+pub(crate) fn too_many_requests<B>(
+    refusal: &PolicyDecision,
+    group: Group<'_>,
+) -> Response<Body<B>> {
+    let answering = refusal.nearest();
+    let name = group.policy.name(answering);
+    let limit = refusal.decisions().get(answering).map(|own| own.limit);
+    let limit = limit.map_or_else(|| group.policy.to_string(), |limit| limit.to_string());
+    let named = if name == limit {
+        limit
+    } else {
+        format!("{name} ({limit})")
+    };
+    let detail = match refusal.retry_after_ms() {
+        Some(ms) => format!(
+            "rate limit {named} of group {} exceeded: retry after {} s",
+            group.name,
+            ms.div_ceil(1000)
         ),
         None => format!(
-            "this request costs more than the rate limit {} of group {group} allows at all",
-            refusal.limit
+            "this request costs more than the rate limit {named} of group {} allows at all",
+            group.name
         ),
     };
-    let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &message);
-    set_headers(&mut response, Some(refusal), refusal.limit, group);
+    let violated = ietf::violated_policies(group.policy, refusal);
+    let mut response = problem(
+        StatusCode::TOO_MANY_REQUESTS,
+        Problem {
+            kind: ietf::QUOTA_EXCEEDED,
+            title: ietf::QUOTA_EXCEEDED_TITLE,
+            detail: &detail,
+            violated: Some(&violated),
+        },
+    );
+    set_headers(&mut response, Some(refusal), group);
     response
 }
 
 /// 429 when the key's budget of answers that cost nothing is spent: `Retry-After` for its
-/// next free run, and the group's limit and name but no count, since the bucket was not
-/// asked.
-pub(crate) fn free_runs_spent<B>(
-    refusal: &Decision,
-    limit: Limit,
-    group: &str,
-) -> Response<Body<B>> {
+/// next free run, the group's policy but no count (the buckets were not asked), and a
+/// problem body of the draft's type `abnormal-usage-detected`.
+pub(crate) fn free_runs_spent<B>(refusal: &Decision, group: Group<'_>) -> Response<Body<B>> {
     let wait = match refusal.retry_after_s() {
         Some(seconds) => format!("retry after {seconds} s"),
         None => "retry later".to_string(),
     };
-    let message = format!(
+    let detail = format!(
         "this client's budget of answers that cost nothing (such as a 5XX or a 429) in \
-         group {group}, {}, is spent: {wait}",
-        refusal.limit
+         group {}, {}, is spent: {wait}",
+        group.name, refusal.limit
     );
-    let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &message);
-    set_headers(&mut response, None, limit, group);
+    let mut response = problem(
+        StatusCode::TOO_MANY_REQUESTS,
+        Problem {
+            kind: ietf::ABNORMAL_USAGE_DETECTED,
+            title: ietf::ABNORMAL_USAGE_DETECTED_TITLE,
+            detail: &detail,
+            violated: None,
+        },
+    );
+    set_headers(&mut response, None, group);
     if let Some(seconds) = refusal.retry_after_s() {
         response
             .headers_mut()
@@ -73,18 +165,18 @@ pub(crate) fn free_runs_spent<B>(
 
 /// Shadow mode's marks on the handler's answer to a request a normal layer would have
 /// refused for `reason`: the headers that layer's 429 would have had but `Retry-After`,
-/// and `X-Ratelimit-Shadow`. `counted` is the bucket's refusal, when the bucket refused
-/// (none when the budget did, and the bucket was not asked).
+/// and `X-Ratelimit-Shadow`. `counted` is the buckets' refusal, when they refused (none
+/// when the budget did, and the buckets were not asked); `retry_after_s` is the wait the
+/// 429 would have said.
 pub(crate) fn mark_would_refuse<B>(
     response: &mut Response<B>,
-    refusal: &Decision,
-    counted: bool,
-    limit: Limit,
-    group: &str,
+    counted: Option<&PolicyDecision>,
+    retry_after_s: Option<u64>,
+    group: Group<'_>,
     reason: &str,
 ) {
-    set_counts(response, counted.then_some(refusal), limit, group);
-    let value = match refusal.retry_after_s() {
+    set_counts(response, counted, group);
+    let value = match retry_after_s {
         Some(seconds) => format!("would-refuse;reason={reason};retry-after={seconds}"),
         None => format!("would-refuse;reason={reason}"),
     };
@@ -94,18 +186,16 @@ pub(crate) fn mark_would_refuse<B>(
     }
 }
 
-/// 503 for a new key the store has no room for: `Retry-After` when it may have some.
-pub(crate) fn too_many_keys<B>(
-    limit: Limit,
-    group: &str,
-    retry_after_ms: u64,
-) -> Response<Body<B>> {
+/// 503 for a new key the store has no room for: `Retry-After` when it may have some, and a
+/// problem body of the draft's type `temporary-reduced-capacity`.
+pub(crate) fn too_many_keys<B>(group: Group<'_>, retry_after_ms: u64) -> Response<Body<B>> {
     let seconds = retry_after_ms.div_ceil(1000).max(1);
-    let message = format!(
-        "the rate limiter of group {group} holds as many clients as it may; retry after {seconds} s"
+    let detail = format!(
+        "the rate limiter of group {} holds as many clients as it may; retry after {seconds} s",
+        group.name
     );
-    let mut response = json_error(StatusCode::SERVICE_UNAVAILABLE, &message);
-    set_headers(&mut response, None, limit, group);
+    let mut response = reduced_capacity(&detail);
+    set_headers(&mut response, None, group);
     response
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from(seconds));
@@ -113,56 +203,101 @@ pub(crate) fn too_many_keys<B>(
 }
 
 /// 503 while the store is away and the layer fails closed.
-pub(crate) fn unavailable<B>(limit: Limit, group: &str) -> Response<Body<B>> {
-    let mut response = json_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the rate limiter is unavailable; retry shortly",
-    );
-    set_headers(&mut response, None, limit, group);
+pub(crate) fn unavailable<B>(group: Group<'_>) -> Response<Body<B>> {
+    let mut response = reduced_capacity("the rate limiter is unavailable; retry shortly");
+    set_headers(&mut response, None, group);
     response
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 
-/// The headers of [`trickle_core::esi::headers`] for `decision` (only the limit without one, when
-/// the store could not decide), and the group. Written here from the decision's own
-/// figures rather than from that function's strings, to spare every response a few
-/// allocations; the tests hold the two equal.
+fn reduced_capacity<B>(detail: &str) -> Response<Body<B>> {
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Problem {
+            kind: ietf::TEMPORARY_REDUCED_CAPACITY,
+            title: ietf::TEMPORARY_REDUCED_CAPACITY_TITLE,
+            detail,
+            violated: None,
+        },
+    )
+}
+
+/// The group's headers in its dialect for `decision` (the policy alone, without counts,
+/// when the store could not decide), and `Retry-After` on a refusal.
 pub(crate) fn set_headers<B>(
     response: &mut Response<B>,
-    decision: Option<&Decision>,
-    limit: Limit,
-    group: &str,
+    decision: Option<&PolicyDecision>,
+    group: Group<'_>,
 ) {
-    set_counts(response, decision, limit, group);
-    if let Some(seconds) = decision.and_then(Decision::retry_after_s) {
+    set_counts(response, decision, group);
+    if let Some(seconds) = decision.and_then(PolicyDecision::retry_after_ms) {
         response
             .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(seconds));
+            .insert(RETRY_AFTER, HeaderValue::from(seconds.div_ceil(1000)));
     }
 }
 
 /// [`set_headers`] but `Retry-After`.
-fn set_counts<B>(
-    response: &mut Response<B>,
-    decision: Option<&Decision>,
-    limit: Limit,
-    group: &str,
-) {
+fn set_counts<B>(response: &mut Response<B>, decision: Option<&PolicyDecision>, group: Group<'_>) {
+    if group.dialect.esi() {
+        set_esi(response, decision, group);
+    }
+    if group.dialect.ietf() {
+        set_ietf(response, decision, group);
+    }
+}
+
+/// ESI's headers, of the limit nearest to refusing: [`trickle_core::esi::headers`] for its
+/// decision, and the group. Written here from the decision's own figures rather than from
+/// that function's strings, to spare every response a few allocations; the tests hold the
+/// two equal. Without a decision, `X-Ratelimit-Limit` is the policy as written.
+fn set_esi<B>(response: &mut Response<B>, decision: Option<&PolicyDecision>, group: Group<'_>) {
+    let own = decision.and_then(|decision| decision.decisions().get(decision.nearest()));
+    // The decision's own limit when there is one: a fallback decides under its share, and
+    // its counts are of that.
+    let limit = own.map(|own| own.limit).or_else(|| {
+        (group.policy.len() == 1)
+            .then(|| group.policy.limit(0))
+            .flatten()
+    });
+    let (limit_value, group_value) = match limit {
+        Some(limit) => group_headers(limit, group.name),
+        None => (
+            HeaderValue::try_from(group.policy.to_string())
+                .unwrap_or_else(|_| HeaderValue::from_static("")),
+            HeaderValue::try_from(group.name).ok(),
+        ),
+    };
     let map = response.headers_mut();
-    let (limit_value, group_value) = group_headers(limit, group);
     map.insert(X_RATELIMIT_LIMIT, limit_value);
     if let Some(value) = group_value {
         map.insert(X_RATELIMIT_GROUP, value);
     }
-    if let Some(decision) = decision {
-        map.insert(
-            X_RATELIMIT_REMAINING,
-            HeaderValue::from(decision.remaining()),
-        );
-        map.insert(X_RATELIMIT_USED, HeaderValue::from(decision.spent()));
+    if let Some(own) = own {
+        map.insert(X_RATELIMIT_REMAINING, HeaderValue::from(own.remaining()));
+        map.insert(X_RATELIMIT_USED, HeaderValue::from(own.spent()));
     }
+}
+
+/// The IETF's fields: `RateLimit-Policy` always, `RateLimit` when there is a decision.
+fn set_ietf<B>(response: &mut Response<B>, decision: Option<&PolicyDecision>, group: Group<'_>) {
+    let map = response.headers_mut();
+    if let Some(value) = header(structured::policy_field(group.policy, group.unit)) {
+        map.insert(RATELIMIT_POLICY, value);
+    }
+    if let Some(decision) = decision {
+        if let Some(value) = header(structured::limit_field(group.policy, decision)) {
+            map.insert(RATELIMIT, value);
+        }
+    }
+}
+
+/// A serialised Structured Field as a header value: always valid (visible ASCII and
+/// spaces), `None` for an empty list, which the field may not be.
+fn header(field: Option<String>) -> Option<HeaderValue> {
+    HeaderValue::try_from(field?).ok()
 }
 
 /// The groups whose headers a thread has made, at most this many: a server has a few.
@@ -206,14 +341,50 @@ fn group_headers(limit: Limit, group: &str) -> (HeaderValue, Option<HeaderValue>
     })
 }
 
-/// A response of the layer's own: `status` with `{"error": message}`.
+/// A problem of the layer's own that is no refusal (a request rejected by the subject
+/// function, a route without a rate limit): RFC 9457's `about:blank` type, whose title is
+/// the status's own phrase, and `message` as its `detail`.
 pub(crate) fn json_error<B>(status: StatusCode, message: &str) -> Response<Body<B>> {
-    let body = format!("{{\"error\":{}}}\n", json_string(message));
+    problem(
+        status,
+        Problem {
+            kind: "about:blank",
+            title: status.canonical_reason().unwrap_or("Error"),
+            detail: message,
+            violated: None,
+        },
+    )
+}
+
+/// An RFC 9457 problem body: its `type`, `title`, `detail` and, for the draft's rate-limit
+/// types, `violated-policies`.
+struct Problem<'a> {
+    kind: &'a str,
+    title: &'a str,
+    detail: &'a str,
+    violated: Option<&'a [&'a str]>,
+}
+
+/// `status` with `problem` as `application/problem+json`, its `status` member the status.
+fn problem<B>(status: StatusCode, problem: Problem<'_>) -> Response<Body<B>> {
+    let mut body = format!(
+        "{{\"type\":{},\"title\":{},\"status\":{},\"detail\":{}",
+        json_string(problem.kind),
+        json_string(problem.title),
+        status.as_u16(),
+        json_string(problem.detail)
+    );
+    if let Some(violated) = problem.violated {
+        let names: Vec<String> = violated.iter().map(|name| json_string(name)).collect();
+        body.push_str(&format!(",\"violated-policies\":[{}]", names.join(",")));
+    }
+    body.push_str("}\n");
     let mut response = Response::new(Either::Right(Full::new(Bytes::from(body))));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
     response
 }
 

@@ -7,21 +7,25 @@ use std::future::{ready, Future};
 use std::num::NonZeroUsize;
 
 use trickle_core::state::AnyState;
-use trickle_core::{Algorithm, ConcurrentKeyedLimiter, Decision, Limit, Op, TooManyKeys};
+use trickle_core::{
+    Algorithm, ConcurrentKeyedPolicyLimiter, Op, Policy, PolicyDecision, TooManyKeys,
+};
 
 use crate::failure::Failure;
 
-/// A store of buckets, one per (group, key), each group with its own limit: where the layer
-/// reserves before the handler ([`Op::Reserve`]) and settles after it ([`Op::Settle`]).
+/// A store of buckets, one per (group, key, limit), each group with its own [`Policy`] of
+/// one or more limits: where the layer reserves before the handler ([`Op::Reserve`]) and
+/// settles after it ([`Op::Settle`]), in every limit of the group or in none.
 ///
-/// The async twin of the core's [`trickle_core::Store`], shared by every request in flight.
+/// The async twin of the core's [`trickle_core::PolicyStore`], shared by every request in
+/// flight.
 pub trait Backend: Send + Sync + 'static {
     /// Why a decision could not be made (Redis unreachable, …); the layer then follows its
     /// [`OnFailure`](crate::OnFailure) rule.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// The limit of `group`, or `None` when the backend has no such group.
-    fn limit(&self, group: &str) -> Option<Limit>;
+    /// The policy of `group`, or `None` when the backend has no such group.
+    fn policy(&self, group: &str) -> Option<&Policy>;
 
     /// Whether `error` is an outage of the store (the layer's failure rule applies) or a
     /// fault in what it holds for this request (500, whatever the rule). Every error is an
@@ -31,7 +35,7 @@ pub trait Backend: Send + Sync + 'static {
         Failure::Outage
     }
 
-    /// Decides `op` on the bucket of `key` in `group` at `now_ms`.
+    /// Decides `op` on the buckets of `key` in `group` at `now_ms`, all of them or none.
     fn decide(
         &self,
         group: &str,
@@ -39,7 +43,7 @@ pub trait Backend: Send + Sync + 'static {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, Self::Error>> + Send;
+    ) -> impl Future<Output = Result<PolicyDecision, Self::Error>> + Send;
 }
 
 /// A group name no group was added under.
@@ -57,9 +61,10 @@ impl fmt::Display for UnknownGroup {
 
 impl std::error::Error for UnknownGroup {}
 
-/// Buckets in this process's memory: each group a [`ConcurrentKeyedLimiter`], so requests
-/// on many threads decide without waiting on each other. Nothing here can fail once the
-/// group exists.
+/// Buckets in this process's memory: each group a [`ConcurrentKeyedPolicyLimiter`], its
+/// keys split into shards each behind its own lock, so requests on many threads rarely wait
+/// on each other. Nothing here can fail once the group exists, but a full table
+/// ([`InProcess::with_max_keys`]).
 ///
 /// ```
 /// use trickle_core::Algorithm;
@@ -67,7 +72,7 @@ impl std::error::Error for UnknownGroup {}
 ///
 /// let backend = InProcess::new()
 ///     .with_group("fitting", Algorithm::Floating, "6/8s".parse().unwrap())
-///     .with_group("market", Algorithm::TokenBucket, "150/15m".parse().unwrap());
+///     .with_group("market", Algorithm::TokenBucket, "burst=10/1s 150/15m".parse().unwrap());
 /// # let _ = backend;
 /// ```
 #[derive(Debug, Default)]
@@ -78,8 +83,8 @@ pub struct InProcess {
 }
 
 /// One group's buckets, under the algorithm it was added with: the core's one dispatch
-/// over the algorithms ([`AnyState`]), and one word per key for the floating window.
-type Keyed = ConcurrentKeyedLimiter<String, AnyState>;
+/// over the algorithms ([`AnyState`]), a state per limit of the policy for each key.
+type Keyed = ConcurrentKeyedPolicyLimiter<String, AnyState>;
 
 impl InProcess {
     /// A backend with no group yet.
@@ -87,14 +92,15 @@ impl InProcess {
         InProcess::default()
     }
 
-    /// Adds (or replaces) the group `name`, limited to `limit` under `algorithm`.
+    /// Adds (or replaces) the group `name`, held to `policy` under `algorithm`: one limit
+    /// (`"6/8s".parse()`, or `Policy::single(limit)`) or several (`"10/1s 1000/1h"`).
     pub fn with_group(
         mut self,
         name: impl Into<String>,
         algorithm: Algorithm,
-        limit: Limit,
+        policy: Policy,
     ) -> InProcess {
-        let keyed = Keyed::with_state(limit, AnyState::new(algorithm));
+        let keyed = Keyed::with_state_and_shards(policy, AnyState::new(algorithm), shards());
         let keyed = match self.max_keys {
             Some(max_keys) => keyed.with_max_keys(max_keys),
             None => keyed,
@@ -104,7 +110,7 @@ impl InProcess {
     }
 
     /// Caps every group, those added before and after, at about `max_keys` keys
-    /// ([`ConcurrentKeyedLimiter::with_max_keys`]): what bounds this backend's memory
+    /// ([`ConcurrentKeyedPolicyLimiter::with_max_keys`]): what bounds this backend's memory
     /// however many clients come. Past it, a request of a new key is refused with
     /// [`InProcessError::TooManyKeys`], which the layer answers 503 with `Retry-After`
     /// whatever its failure rule (failing open would let every new key through uncharged
@@ -129,6 +135,11 @@ impl InProcess {
         }
     }
 
+    /// The policy of group `name`, when it was added.
+    pub(crate) fn group_policy(&self, name: &str) -> Option<&Policy> {
+        self.groups.get(name).map(Keyed::policy)
+    }
+
     /// The names of the groups added.
     pub(crate) fn group_names(&self) -> impl Iterator<Item = &str> {
         self.groups.keys().map(String::as_str)
@@ -151,7 +162,7 @@ impl InProcess {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> Result<Decision, InProcessError> {
+    ) -> Result<PolicyDecision, InProcessError> {
         let keyed = self.groups.get(group).ok_or_else(|| {
             InProcessError::UnknownGroup(UnknownGroup {
                 group: group.to_string(),
@@ -195,9 +206,8 @@ impl std::error::Error for InProcessError {
 impl Backend for InProcess {
     type Error = InProcessError;
 
-    fn limit(&self, group: &str) -> Option<Limit> {
-        let keyed = self.groups.get(group)?;
-        Some(keyed.limit())
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        self.group_policy(group)
     }
 
     /// A missing group is the configuration's fault, not an outage; a full table is no
@@ -220,7 +230,7 @@ impl Backend for InProcess {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, InProcessError>> + Send {
+    ) -> impl Future<Output = Result<PolicyDecision, InProcessError>> + Send {
         ready(self.decide_now(group, key, op, now_ms, cost))
     }
 }
@@ -229,8 +239,8 @@ impl Backend for InProcess {
 impl<B: Backend> Backend for std::sync::Arc<B> {
     type Error = B::Error;
 
-    fn limit(&self, group: &str) -> Option<Limit> {
-        (**self).limit(group)
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        (**self).policy(group)
     }
 
     fn failure(error: &B::Error) -> Failure {
@@ -244,7 +254,14 @@ impl<B: Backend> Backend for std::sync::Arc<B> {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, B::Error>> + Send {
+    ) -> impl Future<Output = Result<PolicyDecision, B::Error>> + Send {
         (**self).decide(group, key, op, now_ms, cost)
     }
+}
+
+/// Four shards per thread the machine runs at once, rounded up to a power of two: enough
+/// that two threads rarely want the same shard's lock at once.
+fn shards() -> std::num::NonZeroUsize {
+    let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    NonZeroUsize::new(threads.saturating_mul(4).next_power_of_two()).unwrap_or(NonZeroUsize::MIN)
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use trickle_core::flow::Pricing;
 
+use crate::answers::HeaderDialect;
 use crate::failure::OnFailure;
 use crate::free_runs::FreeRuns;
 use crate::observe::Observer;
@@ -26,6 +27,8 @@ pub(crate) struct Config<B, F> {
     pub(crate) free_runs: Option<Arc<FreeRuns>>,
     /// Each group's counters, when the `metrics` feature is on; nothing otherwise.
     pub(crate) observer: Arc<Observer>,
+    /// Which rate-limit headers the answers carry.
+    pub(crate) headers: HeaderDialect,
 }
 
 impl<B, F> Clone for Config<B, F> {
@@ -39,6 +42,7 @@ impl<B, F> Clone for Config<B, F> {
             shadow: self.shadow,
             free_runs: self.free_runs.clone(),
             observer: Arc::clone(&self.observer),
+            headers: self.headers,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use trickle_core::{Decision, Limit, Op};
+use trickle_core::{Op, Policy, PolicyDecision};
 
 use crate::backend::{Backend, InProcess, InProcessError};
 use crate::breaker::{Breaker, BreakerState, Route, Transition};
@@ -44,14 +44,15 @@ use crate::pending::Pending;
 /// while the store is away. `Redis::fallback(share)` builds one so.
 ///
 /// ```
-/// use trickle_core::Algorithm;
+/// use trickle_core::{Algorithm, Limit, Policy};
 /// use trickle_tower::{Fallback, InProcess, Share};
 ///
-/// let limit = "6/8s".parse().unwrap();
+/// let limit: Limit = "6/8s".parse().unwrap();
 /// // A store would go first; any backend can.
-/// let store = InProcess::new().with_group("fitting", Algorithm::Floating, limit);
+/// let store = InProcess::new().with_group("fitting", Algorithm::Floating, Policy::single(limit));
 /// let share: Share = "1/2".parse().unwrap();
-/// let fallback = InProcess::new().with_group("fitting", Algorithm::Floating, share.of(limit).unwrap());
+/// let part = Policy::single(share.of(limit).unwrap());
+/// let fallback = InProcess::new().with_group("fitting", Algorithm::Floating, part);
 /// let backend = Fallback::new(store, fallback);
 /// # let _ = backend;
 /// ```
@@ -110,7 +111,8 @@ impl<B: Backend> Fallback<B> {
         let groups = secondary
             .group_names()
             .filter_map(|name| {
-                let window_ms = secondary.limit(name)?.window_ms();
+                let policy = secondary.group_policy(name)?;
+                let window_ms = policy.limits().map(|limit| limit.window_ms()).max()?;
                 let group = Group {
                     pending: Pending::new(window_ms),
                     fallback_decisions: AtomicU64::new(0),
@@ -205,7 +207,7 @@ impl<B: Backend> Fallback<B> {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> Result<Decision, FallbackError<B::Error>> {
+    ) -> Result<PolicyDecision, FallbackError<B::Error>> {
         let decision = self
             .secondary
             .decide_now(group, key, op, now_ms, cost)
@@ -213,8 +215,8 @@ impl<B: Backend> Fallback<B> {
         if let Some(state) = self.groups.get(group) {
             state.fallback_decisions.fetch_add(1, Ordering::Relaxed);
             if let Op::Reserve { ticket } = op {
-                if decision.is_allowed() {
-                    state.pending.insert(ticket, decision.at_ms, now_ms);
+                if let (true, Some(own)) = (decision.is_allowed(), decision.decisions().first()) {
+                    state.pending.insert(ticket, own.at_ms, now_ms);
                 }
             }
         }
@@ -229,7 +231,7 @@ impl<B: Backend> Fallback<B> {
         ticket: u64,
         now_ms: u64,
         cost: u64,
-    ) -> Result<Decision, FallbackError<B::Error>> {
+    ) -> Result<PolicyDecision, FallbackError<B::Error>> {
         let made_here = self
             .groups
             .get(group)
@@ -317,10 +319,10 @@ impl Drop for Sent<'_> {
 impl<B: Backend> Backend for Fallback<B> {
     type Error = FallbackError<B::Error>;
 
-    /// The store's limit: what the group promises its clients. While the fallback decides,
-    /// a decision's own `limit` is the share.
-    fn limit(&self, group: &str) -> Option<Limit> {
-        self.primary.limit(group)
+    /// The store's policy: what the group promises its clients. While the fallback decides,
+    /// each limit's decision is of its share.
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        self.primary.policy(group)
     }
 
     fn failure(error: &Self::Error) -> Failure {
@@ -338,7 +340,7 @@ impl<B: Backend> Backend for Fallback<B> {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> Result<Decision, Self::Error> {
+    ) -> Result<PolicyDecision, Self::Error> {
         if let Op::Settle { ticket, .. } = op {
             return self.settle(group, key, op, ticket, now_ms, cost).await;
         }

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use http::{Request, Response, StatusCode};
 use http_body_util::Either;
 use tower_service::Service;
-use trickle_core::flow::Answer;
-use trickle_core::{Admission, Decision, Limit, Op, Reservation};
+use trickle_core::flow::{policy_reservation, Answer};
+use trickle_core::{Admission, Decision, Op, PolicyDecision, Reservation};
 
 use crate::answers::{
     free_runs_spent, json_error, mark_would_refuse, set_headers, too_many_keys, too_many_requests,
-    unavailable, Body,
+    unavailable, Body, Group,
 };
 use crate::backend::Backend;
 use crate::config::Config;
@@ -42,7 +42,7 @@ where
         Err(rejection) => return Ok(json_error(rejection.status(), rejection.message())),
     };
     let Subject { group, key } = &subject;
-    let Some(limit) = config.backend.limit(group) else {
+    let Some(policy) = config.backend.policy(group) else {
         tracing::error!(group = %group, "the subject function named a rate-limit group the backend does not have");
         return Ok(json_error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -50,6 +50,12 @@ where
         ));
     };
 
+    let answers = Group {
+        name: group,
+        policy,
+        dialect: config.headers,
+        unit: config.pricing.quota_unit(),
+    };
     let observed = config.observer.group(group);
     observed.decided();
 
@@ -62,11 +68,8 @@ where
             None => None,
             Some(Admission::Admitted { reservation, .. }) => Some((&**free_runs, reservation)),
             Some(Admission::Refused(refusal)) => {
-                let refusal = Refusal {
-                    decision: &refusal,
-                    reason: Reason::FreeRuns,
-                };
-                return refuse(&config, &observed, inner, request, refusal, limit, group).await;
+                let refusal = Refusal::FreeRuns(&refusal);
+                return refuse(&config, &observed, inner, request, refusal, answers).await;
             }
         },
     };
@@ -86,20 +89,21 @@ where
             ),
         )
         .await;
-    let reservation = match reserved.map(|decision| Admission::new(decision, ticket)) {
-        Ok(Admission::Admitted { reservation, .. }) => {
+    let admitted = reserved.map(|decision| match policy_reservation(&decision, ticket) {
+        Some(reservation) => Ok(reservation),
+        None => Err(decision),
+    });
+    let reservation = match admitted {
+        Ok(Ok(reservation)) => {
             observed.admitted();
             reservation
         }
-        Ok(Admission::Refused(refusal)) => {
+        Ok(Err(refusal)) => {
             // The handler does not run (or, in shadow mode, runs as if it did not): no run
             // of the budget is spent.
             settle_run(free_run, &subject, (config.clock)(), false);
-            let refusal = Refusal {
-                decision: &refusal,
-                reason: Reason::Limit,
-            };
-            return refuse(&config, &observed, inner, request, refusal, limit, group).await;
+            let refusal = Refusal::Limit(&refusal);
+            return refuse(&config, &observed, inner, request, refusal, answers).await;
         }
         Err(error) => {
             let failure = B::failure(&error);
@@ -116,7 +120,7 @@ where
                 );
                 let message = format!("the rate limiter cannot decide this request: {problem}");
                 let mut response = json_error(StatusCode::INTERNAL_SERVER_ERROR, &message);
-                set_headers(&mut response, None, limit, group);
+                set_headers(&mut response, None, answers);
                 return Ok(response);
             }
             if let (Failure::Full { retry_after_ms }, false) = (failure, config.shadow) {
@@ -127,7 +131,7 @@ where
                     group = %group, %error,
                     "rate limiter holds as many keys as it may: a new key is answered 503"
                 );
-                return Ok(too_many_keys(limit, group, retry_after_ms));
+                return Ok(too_many_keys(answers, retry_after_ms));
             }
             // Shadow mode refuses nothing, a 503 of a store that is away included: it fails
             // open whatever the rule says.
@@ -152,7 +156,7 @@ where
                     let cost_nothing = costs_nothing(&config, answer_of(&outcome));
                     settle_run(free_run, &subject, (config.clock)(), cost_nothing);
                     let mut response = outcome?.map(Either::Left);
-                    set_headers(&mut response, None, limit, group);
+                    set_headers(&mut response, None, answers);
                     return Ok(response);
                 }
                 OnFailure::Closed => {
@@ -162,7 +166,7 @@ where
                         "rate limiter could not decide; failing closed: 503 (if the store timed \
                          out, whether it charged the reserve is unknown)"
                     );
-                    return Ok(unavailable(limit, group));
+                    return Ok(unavailable(answers));
                 }
             }
         }
@@ -215,10 +219,7 @@ where
     match outcome {
         Ok(Ok(response)) => {
             let mut response = response.map(Either::Left);
-            // The decision's own limit when there is one: a fallback decides under its
-            // share, and its counts are of that, as its 429s say.
-            let decided = settled.as_ref().map_or(limit, |decision| decision.limit);
-            set_headers(&mut response, settled.as_ref(), decided, group);
+            set_headers(&mut response, settled.as_ref(), answers);
             Ok(response)
         }
         Ok(Err(error)) => Err(error),
@@ -227,10 +228,27 @@ where
     }
 }
 
-/// Why a request is refused before its handler: the bucket's or the budget's refusal.
-struct Refusal<'a> {
-    decision: &'a Decision,
-    reason: Reason,
+/// Why a request is refused before its handler: the buckets' refusal, or the budget's.
+enum Refusal<'a> {
+    Limit(&'a PolicyDecision),
+    FreeRuns(&'a Decision),
+}
+
+impl Refusal<'_> {
+    fn reason(&self) -> Reason {
+        match self {
+            Refusal::Limit(_) => Reason::Limit,
+            Refusal::FreeRuns(_) => Reason::FreeRuns,
+        }
+    }
+
+    /// The wait a 429 would say, in whole seconds rounded up.
+    fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            Refusal::Limit(decision) => decision.retry_after_ms().map(|ms| ms.div_ceil(1000)),
+            Refusal::FreeRuns(decision) => decision.retry_after_s(),
+        }
+    }
 }
 
 /// A request the bucket or the budget refuses: a 429, or in shadow mode the handler's
@@ -242,37 +260,33 @@ async fn refuse<S, B, F, ReqBody, ResBody>(
     mut inner: S,
     request: Request<ReqBody>,
     refusal: Refusal<'_>,
-    limit: Limit,
-    group: &str,
+    answers: Group<'_>,
 ) -> Result<Response<Body<ResBody>>, S::Error>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
 {
-    let Refusal { decision, reason } = refusal;
+    let reason = refusal.reason();
     if !config.shadow {
         observed.refused(reason);
-        return Ok(match reason {
-            Reason::Limit => too_many_requests(decision, group),
-            Reason::FreeRuns => free_runs_spent(decision, limit, group),
+        return Ok(match refusal {
+            Refusal::Limit(decision) => too_many_requests(decision, answers),
+            Refusal::FreeRuns(decision) => free_runs_spent(decision, answers),
         });
     }
     observed.would_refuse(reason);
     // Debug, not a warning: under a flood it would be a line per request, and the counter
     // and the header already say it.
     tracing::debug!(
-        group = %group, reason = reason.name(),
+        group = %answers.name, reason = reason.name(),
         "shadow mode: a request the limit would refuse goes through, uncharged"
     );
     let mut response = inner.call(request).await?.map(Either::Left);
-    let counted = reason == Reason::Limit;
-    mark_would_refuse(
-        &mut response,
-        decision,
-        counted,
-        limit,
-        group,
-        reason.name(),
-    );
+    let counted = match refusal {
+        Refusal::Limit(decision) => Some(decision),
+        Refusal::FreeRuns(_) => None,
+    };
+    let wait = refusal.retry_after_s();
+    mark_would_refuse(&mut response, counted, wait, answers, reason.name());
     Ok(response)
 }
 

@@ -9,6 +9,7 @@ use tower_layer::Layer;
 use trickle_core::flow::Pricing;
 use trickle_core::{CostTable, Limit};
 
+use crate::answers::HeaderDialect;
 use crate::backend::Backend;
 use crate::clock::system_ms;
 use crate::config::Config;
@@ -34,9 +35,16 @@ pub const FREE_RUN_KEYS: NonZeroUsize = NonZeroUsize::new(100_000).unwrap();
 ///    requests then wait) or refunded. A handler that returns an error or panics is priced
 ///    as a 500 (its panic goes on once the bucket is settled); a request dropped before it
 ///    is settled (the client hung up, an outer timeout) keeps its reserve;
-/// 4. every response of a limited request carries `X-Ratelimit-Limit` (`150/15m`),
-///    `X-Ratelimit-Remaining`, `X-Ratelimit-Used` (what this request cost) and
-///    `X-Ratelimit-Group`: [`trickle_core::esi::headers`] and the group.
+/// 4. every response of a limited request carries the rate-limit headers
+///    ([`headers`](RateLimitLayer::headers)): by default ESI's `X-Ratelimit-Limit`
+///    (`150/15m`), `X-Ratelimit-Remaining`, `X-Ratelimit-Used` (what this request cost) and
+///    `X-Ratelimit-Group` ([`trickle_core::esi::headers`] and the group); or the IETF's
+///    `RateLimit-Policy` and `RateLimit`, one item per limit of the group's policy. A
+///    refusal's body is an RFC 9457 problem (`application/problem+json`).
+///
+/// A group's policy may hold several limits (`burst=10/1s 1000/1h`): a request is
+/// reserved in every limit or in none, and refused with the wait until all of them have
+/// room.
 ///
 /// The reserve is spent before the handler runs, so requests that arrive together cannot
 /// all pass step 2: with a reserve of 1 and a limit of N, at most N of a key's are
@@ -107,6 +115,7 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
                 shadow: false,
                 free_runs: None,
                 observer: Arc::default(),
+                headers: HeaderDialect::default(),
             }),
         }
     }
@@ -191,6 +200,13 @@ impl<B: Backend, F> RateLimitLayer<B, F> {
     pub fn free_runs_with_max_keys(mut self, limit: Limit, max_keys: NonZeroUsize) -> Self {
         let free_runs = FreeRuns::new(limit, max_keys);
         Arc::make_mut(&mut self.config).free_runs = Some(Arc::new(free_runs));
+        self
+    }
+
+    /// Which rate-limit headers the answers carry: ESI's `X-Ratelimit-*` (the default), the
+    /// IETF's `RateLimit-Policy` and `RateLimit`, or both. See [`HeaderDialect`].
+    pub fn headers(mut self, dialect: HeaderDialect) -> Self {
+        Arc::make_mut(&mut self.config).headers = dialect;
         self
     }
 

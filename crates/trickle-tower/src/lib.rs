@@ -63,11 +63,12 @@ mod pending;
 mod redis;
 mod service;
 mod share;
+mod structured;
 mod subject;
 
 pub use answers::{
-    Body, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW,
-    X_RATELIMIT_USED,
+    Body, HeaderDialect, RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT,
+    X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW, X_RATELIMIT_USED,
 };
 pub use backend::{Backend, InProcess, InProcessError, UnknownGroup};
 pub use breaker::{BreakerState, BREAKER_COOL_DOWN, BREAKER_FAILURES};

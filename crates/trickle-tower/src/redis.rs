@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 
 use redis::aio::ConnectionManager;
-use trickle_core::{Decision, Limit, Op};
+use trickle_core::{Op, Policy, PolicyDecision};
 use trickle_redis::{RedisError, RedisLimiter};
 
 use crate::backend::{Backend, InProcess, UnknownGroup};
@@ -42,8 +42,15 @@ use crate::share::{Share, ShareError};
 /// ```
 #[derive(Clone)]
 pub struct Redis {
-    groups: HashMap<String, RedisLimiter>,
+    groups: HashMap<String, RedisGroup>,
     conn: ConnectionManager,
+}
+
+/// A group's limiter, and its limit as the policy the layer speaks of.
+#[derive(Debug, Clone)]
+struct RedisGroup {
+    limiter: RedisLimiter,
+    policy: Policy,
 }
 
 impl fmt::Debug for Redis {
@@ -66,7 +73,9 @@ impl Redis {
     /// Adds (or replaces) the group `name`, decided by `limiter`. Give each group a prefix
     /// of its own, or groups share buckets.
     pub fn with_group(mut self, name: impl Into<String>, limiter: RedisLimiter) -> Redis {
-        self.groups.insert(name.into(), limiter);
+        let policy = Policy::single(limiter.limit());
+        self.groups
+            .insert(name.into(), RedisGroup { limiter, policy });
         self
     }
 
@@ -103,14 +112,15 @@ impl Redis {
         share: Share,
         mut secondary: InProcess,
     ) -> Result<Fallback<Redis>, ShareError> {
-        for (name, limiter) in &self.groups {
+        for (name, RedisGroup { limiter, .. }) in &self.groups {
             let limit = limiter.limit();
             let part = share.of(limit).ok_or_else(|| ShareError::NoTokens {
                 group: name.clone(),
                 limit,
                 share,
             })?;
-            secondary = secondary.with_group(name.clone(), limiter.algorithm(), part);
+            secondary =
+                secondary.with_group(name.clone(), limiter.algorithm(), Policy::single(part));
         }
         Ok(Fallback::new(self, secondary))
     }
@@ -148,8 +158,8 @@ impl std::error::Error for RedisBackendError {
 impl Backend for Redis {
     type Error = RedisBackendError;
 
-    fn limit(&self, group: &str) -> Option<Limit> {
-        self.groups.get(group).map(RedisLimiter::limit)
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        self.groups.get(group).map(|group| &group.policy)
     }
 
     /// An outage when [`RedisError::is_outage`] says so; a data error, named by
@@ -173,10 +183,10 @@ impl Backend for Redis {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, RedisBackendError>> + Send {
+    ) -> impl Future<Output = Result<PolicyDecision, RedisBackendError>> + Send {
         // The future borrows the group and the key for as long as it runs: nothing is
         // copied for a decision, only for the error naming a missing group.
-        let limiter = self.groups.get(group);
+        let limiter = self.groups.get(group).map(|group| &group.limiter);
         let mut conn = self.conn.clone();
         async move {
             let limiter = limiter.ok_or_else(|| {
@@ -184,10 +194,13 @@ impl Backend for Redis {
                     group: group.to_string(),
                 })
             })?;
-            limiter
+            let decision = limiter
                 .decide_async(&mut conn, key, op, now_ms, cost)
                 .await
-                .map_err(RedisBackendError::Redis)
+                .map_err(RedisBackendError::Redis)?;
+            // The script does not say when the next token comes back: the IETF field's
+            // optional `t` is left out.
+            Ok(PolicyDecision::new(vec![decision], vec![None]))
         }
     }
 }

@@ -133,11 +133,16 @@ fn a_wrongtype_key_gets_500_under_the_fallback_and_does_not_open_the_breaker() {
     );
 }
 
-/// The message of the layer's own JSON error, `{"error":"…"}` (none of this test's
-/// messages holds a quote or a backslash).
-fn error_message(body: &str) -> &str {
-    body.trim()
-        .strip_prefix("{\"error\":\"")
-        .and_then(|rest| rest.strip_suffix("\"}"))
-        .unwrap_or_else(|| panic!("not the layer's JSON error: {body}"))
+/// The `detail` of the layer's own problem (RFC 9457), checking its other members: a 500
+/// is no rate-limit problem, so its type is `about:blank` and its title the status's own.
+fn error_message(body: &str) -> String {
+    let problem: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|error| panic!("not JSON ({error}): {body}"));
+    assert_eq!(problem["type"], "about:blank", "{body}");
+    assert_eq!(problem["title"], "Internal Server Error", "{body}");
+    assert_eq!(problem["status"], 500, "{body}");
+    problem["detail"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no detail: {body}"))
+        .to_string()
 }

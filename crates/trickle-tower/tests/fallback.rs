@@ -251,7 +251,7 @@ fn used(backend: &InProcess, key: &str) -> String {
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
     {
-        Poll::Ready(Ok(decision)) => decision.used.to_string(),
+        Poll::Ready(Ok(decision)) => decision.decisions()[0].used.to_string(),
         other => panic!("the in-process backend answers at once: {other:?}"),
     }
 }

@@ -25,7 +25,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tower_layer::Layer;
 use tower_service::Service;
-use trickle_core::{Algorithm, CostTable, Decision, Limit, Op};
+use trickle_core::{Algorithm, CostTable, Op, Policy, PolicyDecision};
 use trickle_tower::{
     Backend, InProcess, InProcessError, RateLimit, RateLimitLayer, Rejection, Subject, UnknownGroup,
 };
@@ -48,7 +48,7 @@ fn used(backend: &InProcess, now_ms: u64) -> String {
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
     {
-        Poll::Ready(Ok(decision)) => decision.used.to_string(),
+        Poll::Ready(Ok(decision)) => decision.decisions()[0].used.to_string(),
         other => panic!("the in-process backend answers at once: {other:?}"),
     }
 }
@@ -292,8 +292,8 @@ struct SettlesFail(Arc<InProcess>);
 impl Backend for SettlesFail {
     type Error = InProcessError;
 
-    fn limit(&self, group: &str) -> Option<Limit> {
-        self.0.limit(group)
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        self.0.policy(group)
     }
 
     fn decide(
@@ -303,7 +303,7 @@ impl Backend for SettlesFail {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, InProcessError>> + Send {
+    ) -> impl Future<Output = Result<PolicyDecision, InProcessError>> + Send {
         // Any error will do: the trait's default calls every error an outage.
         let decided = match op {
             Op::Settle { .. } => Err(InProcessError::UnknownGroup(UnknownGroup {

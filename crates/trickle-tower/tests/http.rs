@@ -165,9 +165,11 @@ fn a_request_without_its_key_gets_400_and_never_reaches_the_handler() {
     );
     let answer = server.get("/status/200", None, None);
     assert_eq!(answer.status, 400);
+    // An RFC 9457 problem of no rate-limit type: `about:blank`, titled by the status.
     assert_eq!(
         answer.body,
-        "{\"error\":\"send your client id in X-Client-Id\"}\n"
+        "{\"type\":\"about:blank\",\"title\":\"Bad Request\",\"status\":400,\
+         \"detail\":\"send your client id in X-Client-Id\"}\n"
     );
     assert_eq!(answer.limit, None);
     assert_eq!(server.calls(), 0);

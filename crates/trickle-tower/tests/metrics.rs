@@ -15,7 +15,7 @@ use axum::Router;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use scrape::Scrape;
 use support::{runtime, serve, Server};
-use trickle_core::{Algorithm, Decision, Limit, Op};
+use trickle_core::{Algorithm, Op, Policy, PolicyDecision};
 use trickle_tower::metrics::{self, STORE_DURATION, STORE_DURATION_BUCKETS};
 use trickle_tower::{Backend, InProcess, OnFailure};
 
@@ -241,8 +241,8 @@ impl std::error::Error for Away {}
 impl Backend for Failing {
     type Error = Away;
 
-    fn limit(&self, group: &str) -> Option<Limit> {
-        self.buckets.limit(group)
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        self.buckets.policy(group)
     }
 
     fn decide(
@@ -252,7 +252,7 @@ impl Backend for Failing {
         op: Op,
         now_ms: u64,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, Away>> + Send {
+    ) -> impl Future<Output = Result<PolicyDecision, Away>> + Send {
         let fails = match op {
             Op::Reserve { .. } => self.op == "reserve",
             _ => self.op == "settle",

@@ -7,7 +7,7 @@ mod support;
 use std::future::Future;
 
 use support::{runtime, serve, Answer};
-use trickle_core::{Algorithm, Decision, FloatingWindow, Limit, Op};
+use trickle_core::{Algorithm, FloatingWindow, Op, Policy, PolicyDecision};
 use trickle_tower::{Backend, InProcess, OnFailure};
 
 fn backend(algorithm: Algorithm, limit: &str) -> InProcess {
@@ -149,8 +149,8 @@ struct Away(InProcess);
 impl Backend for Away {
     type Error = std::io::Error;
 
-    fn limit(&self, group: &str) -> Option<Limit> {
-        self.0.limit(group)
+    fn policy(&self, group: &str) -> Option<&Policy> {
+        self.0.policy(group)
     }
 
     fn decide(
@@ -160,7 +160,7 @@ impl Backend for Away {
         _: Op,
         _: u64,
         _: u64,
-    ) -> impl Future<Output = Result<Decision, std::io::Error>> + Send {
+    ) -> impl Future<Output = Result<PolicyDecision, std::io::Error>> + Send {
         std::future::ready(Err(std::io::Error::other("the store is away")))
     }
 }

@@ -22,8 +22,9 @@ use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_layer::Layer;
 use trickle_tower::{
-    Backend, OnFailure, RateLimitLayer, Rejection, Subject, X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT,
-    X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW, X_RATELIMIT_USED,
+    Backend, OnFailure, RateLimitLayer, Rejection, Subject, RATELIMIT, RATELIMIT_POLICY,
+    X_RATELIMIT_GROUP, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_SHADOW,
+    X_RATELIMIT_USED,
 };
 
 use crate::cli::serve::config::{Config, CorsOrigins};
@@ -46,14 +47,17 @@ pub const MAX_HEADER_BYTES: usize = 8 * 1024;
 /// How long a browser may reuse a preflight's answer.
 const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(600);
 
-/// The headers a page on another origin may read: the layer's five and `Retry-After`.
-/// Everything else a browser lets a page read by default, or the demo does not send.
-const EXPOSED: [HeaderName; 6] = [
+/// The headers a page on another origin may read: the layer's, in either dialect, and
+/// `Retry-After`. Everything else a browser lets a page read by default, or the demo does
+/// not send.
+const EXPOSED: [HeaderName; 8] = [
     X_RATELIMIT_LIMIT,
     X_RATELIMIT_REMAINING,
     X_RATELIMIT_USED,
     X_RATELIMIT_GROUP,
     X_RATELIMIT_SHADOW,
+    RATELIMIT_POLICY,
+    RATELIMIT,
     RETRY_AFTER,
 ];
 
@@ -76,7 +80,8 @@ pub fn app<B: Backend>(
         })
         .costs(group.costs.clone())
         .on_failure(on_failure)
-        .shadow(group.shadow);
+        .shadow(group.shadow)
+        .headers(config.headers);
         let layer = match group.free_runs {
             Some(budget) => layer.free_runs_with_max_keys(budget, max_keys),
             None => layer,
@@ -241,10 +246,7 @@ fn unknown_route(uri: &Uri, routes: &[String]) -> Response {
         shorten(uri.path()),
         routes.join(", ")
     );
-    json(
-        StatusCode::NOT_FOUND,
-        &serde_json::json!({ "error": message }),
-    )
+    problem(StatusCode::NOT_FOUND, &message)
 }
 
 /// 431 for headers past [`MAX_HEADER_BYTES`], before routing or any bucket.
@@ -259,12 +261,26 @@ async fn limit_header_bytes(request: Request, next: Next) -> Response {
         let message = format!(
             "the request's headers are {bytes} bytes; at most {MAX_HEADER_BYTES} are allowed"
         );
-        return json(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            &serde_json::json!({ "error": message }),
-        );
+        return problem(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, &message);
     }
     next.run(request).await
+}
+
+/// An error of the server's own as an RFC 9457 problem, as the layer writes its own: the
+/// type `about:blank`, titled by the status, `message` as its detail.
+fn problem(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({
+        "type": "about:blank",
+        "title": status.canonical_reason().unwrap_or("Error"),
+        "status": status.as_u16(),
+        "detail": message,
+    });
+    let mut response = json(status, &body);
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    response
 }
 
 fn json(status: StatusCode, body: &serde_json::Value) -> Response {

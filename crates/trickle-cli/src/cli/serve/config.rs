@@ -3,10 +3,11 @@
 //!
 //! ```toml
 //! cors_origins = ["*"]
+//! headers = "esi"          # or "ietf" (RateLimit-Policy, RateLimit), or "both"
 //!
 //! [[group]]
 //! name = "fitting"
-//! limit = "6/8s"
+//! limit = "6/8s"           # or several limits at once: "burst=2/1s 6/8s"
 //! algorithm = "floating"
 //! costs = "esi"
 //! routes = ["/fittings"]
@@ -28,7 +29,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 use trickle_core::costs::CostTableError;
-use trickle_core::{Algorithm, AlgorithmError, CostTable, Limit, LimitError};
+use trickle_core::{Algorithm, AlgorithmError, CostTable, Limit, LimitError, Policy, PolicyError};
+
+use trickle_tower::HeaderDialect;
 
 use crate::cli::serve::connections::duration_text;
 
@@ -54,6 +57,8 @@ pub struct Config {
     pub cors_origins: CorsOrigins,
     /// In the file's order, at least one, names and routes unique.
     pub groups: Vec<Group>,
+    /// Which rate-limit headers the answers carry: `esi` (the default), `ietf` or `both`.
+    pub headers: HeaderDialect,
 }
 
 /// The origins whose pages may read the answers (and their rate-limit headers).
@@ -70,7 +75,8 @@ pub enum CorsOrigins {
 #[derive(Debug, Clone)]
 pub struct Group {
     pub name: String,
-    pub limit: Limit,
+    /// One limit or several (`burst=10/1s 1000/1h`), decided all or nothing.
+    pub policy: Policy,
     pub algorithm: Algorithm,
     pub costs: CostTable,
     /// Paths such as `/fittings`, unique across the whole file.
@@ -89,6 +95,7 @@ pub struct Group {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     cors_origins: Option<Vec<Spanned<String>>>,
+    headers: Option<Spanned<String>>,
     #[serde(default)]
     group: Vec<Spanned<RawGroup>>,
 }
@@ -123,6 +130,8 @@ pub enum Problem {
     /// known ones, a missing one names itself).
     Toml(String),
     NoGroups,
+    /// A `headers` value other than `esi`, `ietf` and `both`.
+    Headers(String),
     GroupName(String),
     DuplicateGroup {
         name: String,
@@ -130,7 +139,7 @@ pub enum Problem {
     },
     Limit {
         group: String,
-        error: LimitError,
+        error: PolicyError,
     },
     /// A window longer than `--max-window`, whose buckets would be kept that long.
     WindowTooLong {
@@ -164,6 +173,8 @@ pub enum Problem {
     CorsOrigin(String),
     /// `"*"` beside named origins, which it would make pointless.
     CorsAnyAndList,
+    /// A policy of several limits, which `--redis` cannot decide yet.
+    RedisPolicy(String),
     /// A limit the Redis scripts cannot hold exactly (`--redis` only).
     RedisLimit {
         group: String,
@@ -209,6 +220,11 @@ impl fmt::Display for ConfigError {
                 f,
                 "group name {name:?} must be 1 to {MAX_GROUP_NAME} letters, digits, '-', '_' \
                  or '.', as in \"fitting\""
+            ),
+            Problem::Headers(value) => write!(
+                f,
+                "headers = {value:?} is no header dialect; write \"esi\" (X-Ratelimit-*, the \
+                 default), \"ietf\" (RateLimit-Policy and RateLimit) or \"both\""
             ),
             Problem::DuplicateGroup { name, first_line } => write!(
                 f,
@@ -280,6 +296,11 @@ impl fmt::Display for ConfigError {
                 "cors_origins lists \"*\" beside other origins; \"*\" allows every origin, \
                  so give it alone, or list only the origins to allow"
             ),
+            Problem::RedisPolicy(group) => write!(
+                f,
+                "group {group:?}: a limit of several limits is decided in process only; with \
+                 --redis, give the group one limit"
+            ),
             Problem::RedisLimit { group, error } => {
                 write!(f, "group {group:?}: {error}")
             }
@@ -317,10 +338,12 @@ pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, Co
     };
     let raw = read_toml(&file, text)?;
     let cors_origins = cors_origins(&file, raw.cors_origins)?;
+    let headers = header_dialect(&file, raw.headers)?;
     let groups = groups(&file, raw.group, max_window)?;
     Ok(Config {
         cors_origins,
         groups,
+        headers,
     })
 }
 
@@ -409,6 +432,20 @@ fn groups(
         .collect()
 }
 
+/// `headers`: `esi`, `ietf` or `both`; ESI's when absent.
+fn header_dialect(
+    file: &File,
+    headers: Option<Spanned<String>>,
+) -> Result<HeaderDialect, ConfigError> {
+    let Some(headers) = headers else {
+        return Ok(HeaderDialect::default());
+    };
+    headers
+        .get_ref()
+        .parse()
+        .map_err(|_| file.error(headers.span(), Problem::Headers(headers.get_ref().clone())))
+}
+
 /// One `[[group]]`, its fields checked in the order they are usually written.
 fn group(
     file: &File,
@@ -427,14 +464,14 @@ fn group(
         free_runs,
     } = raw.into_inner();
     let name = group_name(file, name, line, &mut seen.names)?;
-    let limit = group_limit(file, &name, limit, max_window)?;
+    let policy = group_policy(file, &name, limit, max_window)?;
     let algorithm = group_algorithm(file, &name, algorithm)?;
     let costs = group_costs(file, &name, costs)?;
     let free_runs = group_free_runs(file, &name, free_runs)?;
     let routes = group_routes(file, &name, routes, &mut seen.routes)?;
     Ok(Group {
         name,
-        limit,
+        policy,
         algorithm,
         costs,
         routes,
@@ -464,16 +501,24 @@ fn group_name(
     Ok(name)
 }
 
-/// `limit`: TOKENS/WINDOW, the window at most `max_window`.
-fn group_limit(
+/// `limit`: a policy of one limit, TOKENS/WINDOW, or several (`burst=10/1s 1000/1h`), no
+/// window longer than `max_window`.
+fn group_policy(
     file: &File,
     group: &str,
     limit: Spanned<String>,
     max_window: Duration,
-) -> Result<Limit, ConfigError> {
+) -> Result<Policy, ConfigError> {
     let group = group.to_string();
-    match limit.get_ref().parse::<Limit>() {
-        Ok(parsed) if u128::from(parsed.window_ms()) > max_window.as_millis() => Err(file.error(
+    let policy = match limit.get_ref().parse::<Policy>() {
+        Ok(policy) => policy,
+        Err(error) => return Err(file.error(limit.span(), Problem::Limit { group, error })),
+    };
+    let too_long = policy
+        .limits()
+        .find(|parsed| u128::from(parsed.window_ms()) > max_window.as_millis());
+    match too_long {
+        Some(parsed) => Err(file.error(
             limit.span(),
             Problem::WindowTooLong {
                 group,
@@ -481,8 +526,7 @@ fn group_limit(
                 max_window,
             },
         )),
-        Ok(parsed) => Ok(parsed),
-        Err(error) => Err(file.error(limit.span(), Problem::Limit { group, error })),
+        None => Ok(policy),
     }
 }
 
@@ -845,9 +889,11 @@ mod tests {
     #[test]
     fn a_limit_is_tokens_per_window_no_longer_than_the_longest_allowed() {
         let file = blank_file();
-        let limit = group_limit(&file, "a", on(3, "6/8s"), DEFAULT_MAX_WINDOW).unwrap();
+        let limit = group_policy(&file, "a", on(3, "6/8s"), DEFAULT_MAX_WINDOW).unwrap();
         assert_eq!(limit, "6/8s".parse().unwrap());
-        let error = group_limit(&file, "a", on(3, "100/745h"), DEFAULT_MAX_WINDOW).unwrap_err();
+        let two = group_policy(&file, "a", on(3, "burst=2/1s 6/8s"), DEFAULT_MAX_WINDOW).unwrap();
+        assert_eq!((two.len(), two.name(0), two.name(1)), (2, "burst", "6/8s"));
+        let error = group_policy(&file, "a", on(3, "100/745h"), DEFAULT_MAX_WINDOW).unwrap_err();
         let (line, message) = said(error);
         assert_eq!(line, Some(3));
         assert!(
@@ -860,7 +906,11 @@ mod tests {
             message.contains("raise --max-window (at most 8784h"),
             "{message}"
         );
-        let error = group_limit(&file, "a", on(4, "6 per 8s"), DEFAULT_MAX_WINDOW).unwrap_err();
+        // The second limit of a policy is held to the longest window too.
+        let error =
+            group_policy(&file, "a", on(3, "1/1s 100/745h"), DEFAULT_MAX_WINDOW).unwrap_err();
+        assert!(said(error).1.contains("limit 100/745h has a window longer"));
+        let error = group_policy(&file, "a", on(4, "6 per 8s"), DEFAULT_MAX_WINDOW).unwrap_err();
         let (line, message) = said(error);
         assert_eq!(line, Some(4));
         assert!(

@@ -194,7 +194,7 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
     for group in &config.groups {
         tracing::info!(
             group = %group.name,
-            limit = %group.limit,
+            limit = %group.policy,
             algorithm = %group.algorithm,
             costs = %group.costs,
             routes = %group.routes.join(" "),
@@ -309,7 +309,7 @@ fn in_process(config: &Config) -> InProcess {
         .groups
         .iter()
         .fold(InProcess::new(), |backend, group| {
-            backend.with_group(group.name.clone(), group.algorithm, group.limit)
+            backend.with_group(group.name.clone(), group.algorithm, group.policy.clone())
         })
 }
 
@@ -339,17 +339,26 @@ async fn on_redis(url: &str, config: &Config, path: &Path) -> Result<Redis, Serv
     let mut limiters = Vec::with_capacity(config.groups.len());
     for group in &config.groups {
         let prefix = format!("{REDIS_PREFIX}:{}", group.name);
-        let limiter =
-            RedisLimiter::new(group.algorithm, group.limit, &prefix).map_err(|error| {
-                ServeError::Config(ConfigError::new(
+        let limit = match (group.policy.len(), group.policy.limit(0)) {
+            (1, Some(limit)) => limit,
+            _ => {
+                return Err(ServeError::Config(ConfigError::new(
                     path,
                     Some(group.line),
-                    Problem::RedisLimit {
-                        group: group.name.clone(),
-                        error,
-                    },
-                ))
-            })?;
+                    Problem::RedisPolicy(group.name.clone()),
+                )))
+            }
+        };
+        let limiter = RedisLimiter::new(group.algorithm, limit, &prefix).map_err(|error| {
+            ServeError::Config(ConfigError::new(
+                path,
+                Some(group.line),
+                Problem::RedisLimit {
+                    group: group.name.clone(),
+                    error,
+                },
+            ))
+        })?;
         limiters.push((group.name.clone(), limiter.with_clock(Clock::Server)));
     }
 
