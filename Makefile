@@ -241,7 +241,7 @@ publish-check: package
 	@$(MAKE) --no-print-directory publish-check-run
 
 # The local registry's sources that cargo unpacked on an earlier run are dropped first: cargo
-# keeps them by name and version only, so a crate changed since, still at 0.1.0, would be
+# keeps them by name and version only, so a crate changed since, still at one version, would be
 # verified as it was. The verification builds the packed crates in target/debug, where the
 # doc tests' rustdoc would find a second trickle_core beside the workspace's (E0460): in
 # `make test` it runs after them.
