@@ -243,7 +243,7 @@ publish-check: package
 	@$(MAKE) --no-print-directory publish-check-run
 
 # The local registry's sources that cargo unpacked on an earlier run are dropped first: cargo
-# keeps them by name and version only, so a crate changed since, still at 0.1.0, would be
+# keeps them by name and version only, so a crate changed since, still at one version, would be
 # verified as it was. The verification builds the packed crates in target/debug, where the
 # doc tests' rustdoc would find a second trickle_core beside the workspace's (E0460): in
 # `make test` it runs after them.
@@ -258,7 +258,9 @@ publish-check-run:
 # (docs/src/clients/, the Rust one built by the test) against a local server that answers 429
 # with Retry-After; the widget's live mode against `trickle serve`: the debug build, which
 # `cargo test` has already made, rather than a release build (over a minute with LTO) that
-# only the tests would use.
+# only the tests would use; then serve's tests that need a tool from setup's
+# tests/recipes/.venv: the IETF fields (http-sf) and the OpenAPI document
+# (openapi-spec-validator).
 e2e: setup-test site docs
 	@$(MAKE) --no-print-directory e2e-run
 
@@ -266,6 +268,7 @@ e2e-run:
 	$(CARGO) build --locked -p trickle-cli
 	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
+	$(CARGO) test --locked -p trickle-cli --test openapi -- --ignored
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly

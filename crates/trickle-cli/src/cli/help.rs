@@ -140,7 +140,9 @@ Serving (trickle serve):
   body, {\"group\":\"fitting\",\"route\":\"/fittings\",\"status\":200}, behind the rate limit of
   its group, with ESI's flow: a 429 with Retry-After when not 1 token is free, otherwise
   the answer, charged by its status under the group's cost table, and X-Ratelimit-Limit,
-  -Remaining, -Used and -Group on every answer of a limited request.
+  -Remaining, -Used and -Group on every answer of a limited request. GET /openapi.json,
+  never charged, describes every route, its answers and its group's limit (OpenAPI 3.1,
+  the limit in ESI's x-rate-limit extension: one object, or an array for several limits).
 
   --config FILE          The TOML file of route groups and CORS origins (below).
                          Required.
