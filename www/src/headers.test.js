@@ -17,12 +17,14 @@ function headerConstant(source, name) {
   return source.match(new RegExp(`pub const ${name}: HeaderName = HeaderName::from_static\\("([^"]+)"\\)`))?.[1];
 }
 
-test("the X-Ratelimit-* names are the tower layer's constants", () => {
+test("the X-Ratelimit-* and RateLimit names are the tower layer's constants", () => {
   for (const [js, rust] of [
     ["LIMIT", "X_RATELIMIT_LIMIT"],
     ["REMAINING", "X_RATELIMIT_REMAINING"],
     ["USED", "X_RATELIMIT_USED"],
     ["GROUP", "X_RATELIMIT_GROUP"],
+    ["RATELIMIT_POLICY", "RATELIMIT_POLICY"],
+    ["RATELIMIT", "RATELIMIT"],
   ]) {
     const sent = headerConstant(TOWER, rust);
     assert.ok(sent, `crates/trickle-tower/src/answers.rs has no ${rust}`);

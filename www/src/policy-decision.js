@@ -11,10 +11,12 @@ import { count, formatExactWait, formatWindow, statusLine } from "./format.js";
 /** The buffer's slots: policy.rs's constants, under the same names (policy-decision.test.js). */
 export const ANSWERED_BY = 0;
 export const REMAINING = 1;
-export const POLICY_HEAD = 2;
+export const NEAREST = 2;
+export const POLICY_HEAD = 3;
 export const NEXT_TOKEN_MS = DECISION_FIELDS;
 export const OUTCOME = DECISION_FIELDS + 1;
-export const LIMIT_FIELDS = DECISION_FIELDS + 2;
+export const RESET_S = DECISION_FIELDS + 2;
+export const LIMIT_FIELDS = DECISION_FIELDS + 3;
 /** The core's `Policy::MAX_LIMITS`. */
 export const MAX_LIMITS = 8;
 export const POLICY_FIELDS = POLICY_HEAD + MAX_LIMITS * LIMIT_FIELDS;
@@ -24,18 +26,22 @@ export const POLICY_FIELDS = POLICY_HEAD + MAX_LIMITS * LIMIT_FIELDS;
  * `limits` (`[{ name }]`, in its order), whose call returned `outcome`: the policy's
  * answer, `{ allowed, status, outcome, answeredBy, retryAfterMs, retryAfter, remaining }`,
  * with `limits`, each limit's own decision as the single limiter reports one, plus its
- * `name` and `nextTokenMs` (null when every token is free). `retryAfterMs` is when every
- * limit fits again: the answering limit's own wait, the longest.
+ * `name`, `nextTokenMs` (null when every token is free) and `resetS`, the IETF `RateLimit`
+ * field's `t` (null when left out), and `nearest`, the index of the limit ESI's
+ * `X-Ratelimit-*` report. `retryAfterMs` is when every limit fits again: the answering
+ * limit's own wait, the longest.
  */
 export function readPolicyDecision(fields, outcome, limits, algorithm) {
   const own = limits.map(({ name }, index) => {
     const start = POLICY_HEAD + index * LIMIT_FIELDS;
     const slots = Array.prototype.slice.call(fields, start, start + LIMIT_FIELDS);
     const next = slots[NEXT_TOKEN_MS];
+    const reset = slots[RESET_S];
     return {
       name,
       ...readDecision(slots, slots[OUTCOME], algorithm),
       nextTokenMs: next < 0 ? null : next,
+      resetS: reset < 0 ? null : reset,
     };
   });
   const answering = fields[ANSWERED_BY] < 0 ? null : own[fields[ANSWERED_BY]];
@@ -47,6 +53,7 @@ export function readPolicyDecision(fields, outcome, limits, algorithm) {
     retryAfterMs: answering?.retryAfterMs ?? null,
     retryAfter: answering?.retryAfter ?? null,
     remaining: fields[REMAINING],
+    nearest: fields[NEAREST],
     limits: own,
   };
 }

@@ -5,9 +5,11 @@
 //!
 //! A decision is written to a buffer of its own, as the single limiter's is: one `f64` for
 //! the limit that answered (−1 when allowed), one for the fewest whole tokens any limit has
-//! left, then, for each limit in the policy's order, its own decision in the 14 slots of the
-//! single limiter's buffer (`super::field`), the ms until it frees one more whole token (−1
-//! when all of its tokens are free), and its own outcome code.
+//! left, one for the limit nearest to refusing (the one ESI's `X-Ratelimit-*` report), then,
+//! for each limit in the policy's order, its own decision in the 14 slots of the single
+//! limiter's buffer (`super::field`), the ms until it frees one more whole token (−1 when all
+//! of its tokens are free), its own outcome code, and the IETF `RateLimit` field's `t` for
+//! it (−1 when left out), as the core's `ietf::service_limits` computes it.
 //!
 //! | export | what it does |
 //! |---|---|
@@ -17,6 +19,7 @@
 //! | `reset()` | forgets everything spent |
 //! | `text`, `algorithm`, `count` (getters) | `"burst=10/1s 1000/1h"` as the core writes it; `"floating"`; the count of limits |
 //! | `name(i)`, `limit(i)`, `tokens(i)`, `window_ms(i)` | the `i`th limit's name, its text, N and W |
+//! | `window_s(i)` | the IETF `RateLimit-Policy` field's `w` for the `i`th limit (`ietf::quota_policies`); −1 when left out |
 //! | `policy_buffer()` | the byte offset of the buffer in the wasm memory |
 
 // Through `super`, so that tests/policy.rs can compile this crate in as a module.
@@ -24,21 +27,26 @@ use super::alloc::string::String;
 
 use core::cell::UnsafeCell;
 
+use trickle_core::ietf::{self, QuotaUnit};
 use trickle_core::{Algorithm, Decision, Op, Outcome, Policy, PolicyDecision, PolicyLimiter};
 use wasm_bindgen::prelude::*;
 
 use super::{whole, ALLOWED, DECISION, DECISION_FIELDS, DENIED, EXCEEDS_LIMIT};
 
-/// The slots before the limits': the limit that answered, and the fewest tokens left.
+/// The slots before the limits': the limit that answered, the fewest tokens left, and the
+/// limit nearest to refusing (`PolicyDecision::nearest`).
 pub const ANSWERED_BY: usize = 0;
 pub const REMAINING: usize = 1;
-pub const POLICY_HEAD: usize = 2;
+pub const NEAREST: usize = 2;
+pub const POLICY_HEAD: usize = 3;
 
-/// Each limit's slots: its decision as the single limiter writes one, then `NEXT_TOKEN_MS`
-/// and `OUTCOME`, the code the single limiter would have returned for it.
+/// Each limit's slots: its decision as the single limiter writes one, then `NEXT_TOKEN_MS`,
+/// `OUTCOME`, the code the single limiter would have returned for it, and `RESET_S`, the
+/// IETF `RateLimit` field's `t`.
 pub const NEXT_TOKEN_MS: usize = DECISION_FIELDS;
 pub const OUTCOME: usize = DECISION_FIELDS + 1;
-pub const LIMIT_FIELDS: usize = DECISION_FIELDS + 2;
+pub const RESET_S: usize = DECISION_FIELDS + 2;
+pub const LIMIT_FIELDS: usize = DECISION_FIELDS + 3;
 
 /// How many `f64` the buffer holds: room for the most limits a policy may have.
 pub const POLICY_FIELDS: usize = POLICY_HEAD + Policy::MAX_LIMITS * LIMIT_FIELDS;
@@ -61,11 +69,13 @@ pub fn policy_buffer() -> u32 {
 /// writer (`super::publish`), so that a limit's slots mean exactly what they mean there;
 /// returns the policy's outcome code. A refusal is written with a cost of 0 in every limit:
 /// nothing was spent.
-fn publish(decision: &PolicyDecision, reserved: u64, refused: bool) -> u32 {
+fn publish(policy: &Policy, decision: &PolicyDecision, reserved: u64, refused: bool) -> u32 {
     // SAFETY: see `PolicyBuffer`; no reference into either buffer outlives this function.
     let fields = unsafe { &mut *POLICY.0.get() };
     fields[ANSWERED_BY] = decision.answered_by().map_or(-1.0, |index| index as f64);
     fields[REMAINING] = decision.remaining() as f64;
+    fields[NEAREST] = decision.nearest() as f64;
+    let service = ietf::service_limits(policy, decision);
     for (index, own) in decision.decisions().iter().enumerate() {
         let own = if refused {
             Decision { cost: 0, ..*own }
@@ -78,6 +88,10 @@ fn publish(decision: &PolicyDecision, reserved: u64, refused: bool) -> u32 {
         fields[start..start + DECISION_FIELDS].copy_from_slice(unsafe { &*DECISION.0.get() });
         fields[start + NEXT_TOKEN_MS] = decision.next_token_ms(index).map_or(-1.0, |ms| ms as f64);
         fields[start + OUTCOME] = f64::from(code);
+        fields[start + RESET_S] = service
+            .get(index)
+            .and_then(|limit| limit.reset_s)
+            .map_or(-1.0, |seconds| seconds as f64);
     }
     match decision.outcome() {
         Outcome::Allowed => ALLOWED,
@@ -114,13 +128,19 @@ impl RawPolicy {
     // Spends `cost` tokens in every limit at `now` if all of them have room, else in none.
     #[wasm_bindgen(skip_jsdoc)]
     pub fn hit(&mut self, now: f64, cost: f64) -> u32 {
-        publish(&self.inner.hit(whole(now), whole(cost)), 0, false)
+        let decision = self.inner.hit(whole(now), whole(cost));
+        publish(self.inner.policy(), &decision, 0, false)
     }
 
     // What `hit` would answer, spending nothing.
     #[wasm_bindgen(skip_jsdoc)]
     pub fn peek(&self, now: f64, cost: f64) -> u32 {
-        publish(&self.inner.peek(whole(now), whole(cost)), 0, false)
+        publish(
+            self.inner.policy(),
+            &self.inner.peek(whole(now), whole(cost)),
+            0,
+            false,
+        )
     }
 
     // The flow of a server that prices its answers, as `RawLimiter.respond`, all at `now`:
@@ -132,7 +152,7 @@ impl RawPolicy {
         let reserved = whole(reserve);
         let admission = self.inner.decide(Op::Reserve { ticket: 0 }, now, reserved);
         if !admission.is_allowed() {
-            return publish(&admission, 0, true);
+            return publish(self.inner.policy(), &admission, 0, true);
         }
         // Every limit saw the same calls, so their clocks agree: the first one's is the
         // moment the reservation was made.
@@ -142,11 +162,8 @@ impl RawPolicy {
             reserved,
             ticket: 0,
         };
-        publish(
-            &self.inner.decide(settle, now, whole(cost)),
-            reserved,
-            false,
-        )
+        let settled = self.inner.decide(settle, now, whole(cost));
+        publish(self.inner.policy(), &settled, reserved, false)
     }
 
     // Forgets everything spent.
@@ -204,5 +221,16 @@ impl RawPolicy {
             .policy()
             .limit(index as usize)
             .map_or(0.0, |limit| limit.window_ms() as f64)
+    }
+
+    // The IETF `RateLimit-Policy` field's `w` for the `index`th limit, in whole seconds, as
+    // the core's `ietf::quota_policies` gives it; −1 when the field leaves it out (a window
+    // that is not a whole number of seconds), or past the last limit.
+    #[wasm_bindgen(skip_jsdoc)]
+    pub fn window_s(&self, index: u32) -> f64 {
+        ietf::quota_policies(self.inner.policy(), QuotaUnit::Requests)
+            .get(index as usize)
+            .and_then(|item| item.window_s)
+            .map_or(-1.0, |seconds| seconds as f64)
     }
 }

@@ -15,8 +15,8 @@ mod binding;
 
 use binding::field;
 use binding::policy::{
-    policy_buffer, RawPolicy, ANSWERED_BY, LIMIT_FIELDS, NEXT_TOKEN_MS, OUTCOME, POLICY_FIELDS,
-    POLICY_HEAD, REMAINING,
+    policy_buffer, RawPolicy, ANSWERED_BY, LIMIT_FIELDS, NEAREST, NEXT_TOKEN_MS, OUTCOME,
+    POLICY_FIELDS, POLICY_HEAD, REMAINING, RESET_S,
 };
 use binding::{ALLOWED, DENIED, EXCEEDS_LIMIT};
 use js_sys::{Error, Float64Array, WebAssembly};
@@ -172,6 +172,58 @@ fn the_buffer_names_the_limit_that_answered_and_each_limits_numbers() {
         (0.0, 0.0)
     );
     assert_eq!(own(&empty, 0, NEXT_TOKEN_MS), -1.0, "nothing to come back");
+}
+
+/// What the response headers are made of: the limit ESI's fields report and the IETF
+/// fields' `w` and `t`, each as the core's `PolicyDecision::nearest` and `ietf` give them.
+#[wasm_bindgen_test]
+fn the_buffer_holds_the_nearest_limit_and_the_ietf_fields_numbers() {
+    let mut raw = policy("5/1m burst=2/1s 3/1500ms", "sliding-log");
+    // `w` only for a whole number of seconds, which 1500 ms is not.
+    assert_eq!(
+        (
+            raw.window_s(0),
+            raw.window_s(1),
+            raw.window_s(2),
+            raw.window_s(3)
+        ),
+        (60.0, 1.0, -1.0, -1.0)
+    );
+    assert_eq!(raw.peek(0.0, 0.0), ALLOWED);
+    let empty = fields();
+    assert_eq!(empty[NEAREST], 1.0, "the fewest tokens: the burst's 2");
+    assert_eq!(own(&empty, 0, RESET_S), -1.0, "every token free: no t");
+
+    assert_eq!(raw.hit(0.0, 1.0), ALLOWED);
+    assert_eq!(raw.hit(400.0, 1.0), ALLOWED);
+    let spent = fields();
+    // 5/1m has three left, the burst none, 3/1500ms one: the burst is the nearest.
+    assert_eq!(spent[NEAREST], 1.0);
+    // t rounds up the ms until a token comes back: 60000, 1000 and 1500 ms after 0.
+    assert_eq!(
+        (
+            own(&spent, 0, RESET_S),
+            own(&spent, 1, RESET_S),
+            own(&spent, 2, RESET_S)
+        ),
+        (60.0, 1.0, 2.0)
+    );
+    // At 1600 3/1500ms holds 400 and 1600: a token back at 1900, 300 ms on, rounded up.
+    assert_eq!(raw.hit(1_600.0, 1.0), ALLOWED);
+    let later = fields();
+    assert_eq!(own(&later, 2, field::REMAINING), 1.0);
+    assert_eq!(own(&later, 2, RESET_S), 1.0);
+    // Then 3/1500ms is the one with fewest left, and a refusal reports the limit that
+    // answered it, the burst (a wait of 900 ms against 3/1500ms's 200).
+    assert_eq!(raw.hit(1_700.0, 1.0), ALLOWED);
+    assert_eq!(
+        fields()[NEAREST],
+        1.0,
+        "the burst and 3/1500ms have none left: the first"
+    );
+    assert_eq!(raw.hit(1_700.0, 1.0), DENIED);
+    let refused = fields();
+    assert_eq!((refused[ANSWERED_BY], refused[NEAREST]), (1.0, 1.0));
 }
 
 #[wasm_bindgen_test]
