@@ -3,9 +3,12 @@
 // playwright-core (which downloads nothing); and test pages that exist only inside the
 // browser, so that the site stays the one a docs author would copy.
 
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "../../scripts/serve.mjs";
@@ -202,4 +205,46 @@ export function widgetLook(page, selector = "rate-limit-demo") {
       luma: 0.2126 * red + 0.7152 * green + 0.0722 * blue,
     };
   });
+}
+
+/** The CLI `make cli` builds; TRICKLE points the test at another build of it. */
+export const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
+
+/**
+ * Starts `trickle serve --config fixtures/<config>` on a free loopback port and resolves to
+ * `{ url, stop }` once its first line says where it listens.
+ */
+export async function serveApi(config) {
+  if (!existsSync(TRICKLE)) throw new Error(`${TRICKLE} is missing: run \`make cli\` first`);
+  const child = spawn(
+    TRICKLE,
+    ["serve", "--config", join(REPO, "tests", "e2e", "fixtures", config), "--listen", "127.0.0.1:0"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let log = "";
+  child.stderr.on("data", (chunk) => (log += chunk));
+  const exited = new Promise((done) => child.once("exit", done));
+  const first = await Promise.race([
+    new Promise((done) => createInterface({ input: child.stdout }).once("line", done)),
+    exited.then((code) => {
+      throw new Error(`trickle serve exited (${code}) before listening:\n${log}`);
+    }),
+    new Promise((_, fail) => setTimeout(() => fail(new Error(`trickle serve did not start:\n${log}`)), 10_000)),
+  ]).catch((error) => {
+    child.kill();
+    throw error;
+  });
+  const url = first.match(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)?.[1];
+  if (!url) {
+    child.kill();
+    throw new Error(`trickle serve's first line is not "listening on http://…": ${first}`);
+  }
+  return {
+    url,
+    log: () => log,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
 }
