@@ -24,6 +24,7 @@ const OBSERVED = [
   "client-id",
   "predict",
   "replay",
+  "headers",
 ];
 /** The property of each attribute: a page may set one before this module has loaded. */
 const PROPERTIES = OBSERVED.map((name) =>
@@ -311,6 +312,14 @@ export class RateLimitDemo extends Base {
     this.#toggle("compare", value);
   }
 
+  /** The `headers` attribute as written, or null: no headers view. @type {string | null} */
+  get headers() {
+    return this.getAttribute("headers");
+  }
+  set headers(value) {
+    this.#reflect("headers", value);
+  }
+
   /** The `replay` attribute as written, or null: replay mode is off. @type {string | null} */
   get replay() {
     return this.getAttribute("replay");
@@ -459,8 +468,9 @@ export class RateLimitDemo extends Base {
     const attribute = (name) => this.getAttribute(name);
     const limit = this.limit;
     // A policy's limiter is its mode's, from WebAssembly the default module leaves out; the
-    // mode checks `cost` against its limits and sets it.
-    const policy = isPolicy(limit);
+    // mode checks `cost` against its limits and sets it. The headers view's figures come
+    // from there too.
+    const policy = isPolicy(limit) || attribute("headers") !== null;
     let limiters = [];
     let table = null;
     let compare;
@@ -502,6 +512,7 @@ export class RateLimitDemo extends Base {
       predict: this.predict,
       replay: attribute("replay"),
       limit,
+      headers: attribute("headers"),
     });
     const module = arrivedMode(name);
     if (module) {

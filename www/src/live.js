@@ -1,13 +1,17 @@
 // Live mode, loaded only by a widget with the `endpoint` attribute: each Hit goes to a real
-// server as a GET, and its status and X-Ratelimit-* headers are shown beside what the widget's
-// own model (the same limit, algorithm and costs, on the reader's clock) says for the same
-// press, with every field where they differ marked. That is how an API team finds out that
+// server as a GET, and its status and rate-limit headers (ESI's X-Ratelimit-*, the IETF's
+// RateLimit-Policy and RateLimit, or both) are shown beside what the widget's own model (the
+// same limit, algorithm and costs, on the reader's clock) says for the same press, with every
+// field where they differ marked, each limit of the IETF's fields on its own rows. A policy
+// of several limits (or a widget with `headers`) runs this on the core's policy:
+// live-policy.js. That is how an API team finds out that
 // its docs and its server disagree. Nothing here throws at the page: a request that fails, a
 // server that sends no headers or hides them from CORS, is explained as text.
 
 import { html, updateAttribute, updateText } from "./dom.js";
 import { count, statusLine } from "./format.js";
-import { CLIENT_ID, GROUP, LIMIT, REMAINING, RETRY_AFTER, USED } from "./headers.js";
+import { CLIENT_ID, GROUP, LIMIT, RATELIMIT, RATELIMIT_POLICY, REMAINING, RETRY_AFTER, USED } from "./headers.js";
+import { readIetf } from "./ratelimit-fields.js";
 import { answered } from "./respond.js";
 import styles from "./live.css";
 
@@ -28,8 +32,9 @@ const ROWS = [
   ["retry-after", RETRY_AFTER],
 ];
 
-/** The headers every answer must carry, and be allowed to show, for a comparison. */
+/** The headers every answer must carry, and be allowed to show, for a comparison: ESI's, or the IETF's. */
 const REQUIRED = [LIMIT, REMAINING, USED];
+const REQUIRED_IETF = [RATELIMIT_POLICY, RATELIMIT];
 
 /**
  * A fresh key for the server's bucket. randomUUID exists only in secure contexts (https,
@@ -143,7 +148,30 @@ export function create({ limiters: [limiter], pricing, single, attribute, baseUR
     clock: epochNow,
   });
   single.show(limiter, pricing.cost);
-  return new LiveMode(session, limiter, single, host);
+  const view = {
+    remember: (decision) => single.remember(decision),
+    draw: (now) => single.render(limiter.peek(now, 0)),
+    reset: () => single.forget(),
+  };
+  return new LiveMode(session, limiter, view, host);
+}
+
+/**
+ * What the single limiter predicts of the IETF fields: its one limit, named by its text as
+ * the server names a limit given no name, and `r`; not `t`, which the core's policy alone
+ * works out (a widget with `headers`, or a policy, runs live-policy.js, which compares it).
+ */
+function singleIetf(limiter) {
+  return {
+    quotas: [
+      { name: limiter.limit, q: limiter.tokens, w: limiter.windowMs % 1000 === 0 ? limiter.windowMs / 1000 : null },
+    ],
+    ends: ({ peeks, charge, serverAllowed }) =>
+      peeks.map((peeked) => [
+        { name: limiter.limit, r: serverAllowed ? Math.max(0, peeked.remaining - charge) : peeked.remaining, t: undefined },
+      ]),
+    predicted: (decision) => [{ name: limiter.limit, r: decision.remaining, t: undefined }],
+  };
 }
 
 /**
@@ -153,21 +181,28 @@ export function create({ limiters: [limiter], pricing, single, attribute, baseUR
  */
 const epochNow = () => Date.now();
 
-class LiveMode {
+/**
+ * Live mode, as the element drives it, over `view`, what draws the model: `remember(decision)`,
+ * `draw(now)` (whether it still changes) and `reset()`. `limiter` is the model, which the
+ * session charges; `shown(outcome)`, if given, is told of every compared answer.
+ */
+export class LiveMode {
   #session;
   #limiter;
-  #single;
+  #view;
   #host;
+  #shown;
   #closed = false;
   hint = "Press Hit to send a real request; the server's answer appears beside the model's.";
   place = "answer";
 
-  constructor(session, limiter, single, host) {
+  constructor(session, limiter, view, host, { element = session.element, shown = null } = {}) {
     this.#session = session;
     this.#limiter = limiter;
-    this.#single = single;
+    this.#view = view;
     this.#host = host;
-    this.element = session.element;
+    this.#shown = shown;
+    this.element = element;
   }
 
   now() {
@@ -203,12 +238,13 @@ class LiveMode {
       return;
     }
     const { decision, server, model, fields, message } = outcome;
-    this.#single.remember(decision);
+    this.#view.remember(decision);
+    const extra = this.#shown?.(outcome) ?? {};
     this.#host.decided({
-      decisions: [decision],
+      decisions: (decision.limits ?? [decision]).map((own) => Object.freeze(own)),
       changing: this.draw(epochNow()),
       answer,
-      extra: { server, mismatches: fields },
+      extra: { ...extra, server, mismatches: fields },
       mismatch: fields.length ? Object.freeze({ fields, server, model, message }) : null,
     });
   }
@@ -216,12 +252,12 @@ class LiveMode {
   /** Also drops what is in flight; the server's bucket starts afresh under a new id. */
   reset() {
     this.#limiter.reset();
-    this.#single.forget();
+    this.#view.reset();
     this.#session.reset();
   }
 
   draw(now) {
-    return this.#single.render(this.#limiter.peek(now, 0));
+    return this.#view.draw(now);
   }
 
   teardown() {
@@ -229,6 +265,16 @@ class LiveMode {
     this.#session.close();
     this.#limiter.free();
   }
+}
+
+/** `q=2 w=1`: a limit's quota and window as RateLimit-Policy says them. */
+function quotaText({ q, w }) {
+  return `q=${q ?? "none"} w=${w ?? "none"}`;
+}
+
+/** `r=0 t=1`: what a limit has left and when more comes, as RateLimit says them. */
+function rateText({ r, t }) {
+  return t === undefined ? `r=${r ?? "none"}` : `r=${r ?? "none"} t=${t ?? "none"}`;
 }
 
 /**
@@ -242,6 +288,7 @@ export class LiveSession {
   #fixedId;
   #clientId;
   #limiter;
+  #esiLimit;
   #pricing;
   /** The widget's `costs` as written, for messages. */
   #costsText;
@@ -253,6 +300,11 @@ export class LiveSession {
   #epoch = 0;
   #controller = null;
   #cells = {};
+  /** The IETF fields' model: the limits' quotas, and what each limit has left at a press. */
+  #ietf;
+  /** The IETF rows, made when the server first sends the IETF's fields. */
+  #ietfRows = null;
+  #body;
   #address;
   element;
 
@@ -260,12 +312,16 @@ export class LiveSession {
    * `endpoint`: the URL (a URL object) each Hit is sent to; `clientId`: the `client-id`
    * attribute or null; `limiter`, `pricing` ({ cost, table }) and `costsText`: the
    * element's model; `clock`: the time in ms since the Unix epoch, as the server counts it.
+   * A model other than the single limiter (live-policy.js's) gives `esiLimit(decision)`,
+   * the limit ESI's fields report for a decision, and `ietf`, as singleIetf's.
    */
-  constructor({ endpoint, clientId, limiter, pricing, costsText, clock }) {
+  constructor({ endpoint, clientId, limiter, pricing, costsText, clock, esiLimit = null, ietf = null }) {
     this.#endpoint = endpoint;
     this.#fixedId = clientId;
     this.#clientId = clientId ?? randomClientId();
     this.#limiter = limiter;
+    this.#esiLimit = esiLimit ?? (() => limiter.limit);
+    this.#ietf = ietf ?? singleIetf(limiter);
     this.#pricing = pricing;
     this.#costsText = costsText;
     this.#clock = clock;
@@ -466,7 +522,10 @@ export class LiveSession {
       used: header(USED),
       group: header(GROUP),
       retryAfter: header(RETRY_AFTER),
+      policy: header(RATELIMIT_POLICY),
+      ratelimit: header(RATELIMIT),
     };
+    const ietf = readIetf(raw.policy, raw.ratelimit);
     const server = Object.freeze({
       status: response.status,
       limit: raw.limit,
@@ -474,17 +533,19 @@ export class LiveSession {
       used: wholeHeader(raw.used),
       group: raw.group,
       retryAfter: wholeHeader(raw.retryAfter),
+      ietf: ietf.limits && Object.freeze(ietf.limits.map((limit) => Object.freeze(limit))),
       url: url.href,
       clientId: this.#clientId,
       roundTripMs,
     });
-    const problems = [];
-    const missing = REQUIRED.filter((name) => header(name) === null);
+    const problems = [...ietf.problems];
+    // A server of the IETF's dialect alone sends no X-Ratelimit-*: nothing is missing then.
+    const missing = ietf.limits ? [] : [...REQUIRED, ...REQUIRED_IETF].filter((name) => header(name) === null);
     if (missing.length) {
       const plural = missing.length > 1;
       problems.push(
         `The server answered ${statusLine(response.status)} without ${words(missing)} ` +
-          `${plural ? "headers" : "header"} this page can read: it must send ${plural ? "them" : "it"}, ` +
+          `${plural ? "headers" : "header"} this page can read: it must send ESI's or the IETF's, ` +
           "and, on another origin, list them with Retry-After in Access-Control-Expose-Headers.",
       );
     }
@@ -552,14 +613,17 @@ export class LiveSession {
     // What the handler answered, as far as the model knows: the server's own answer, or
     // when the server refused, what the press asked for.
     const handled = serverAllowed ? server.status : (requested ?? table?.statuses[0] ?? 200);
+    // The IETF fields at both ends, asked before the model is charged.
+    const ietfEnds = server.ietf ? this.#ietf.ends({ peeks: ends, t0, t1, cost, charge, serverAllowed }) : null;
     const decision = Object.freeze(answered(limiter.respond(t, cost, charge), handled));
     const model = Object.freeze({
       status: decision.status,
-      limit: limiter.limit,
+      limit: this.#esiLimit(decision),
       remaining: decision.remaining,
       used: decision.allowed ? decision.cost : 0,
       group: null,
       retryAfter: decision.retryAfter,
+      ietf: Object.freeze(this.#ietf.predicted(decision).map((own, index) => Object.freeze({ ...this.#ietf.quotas[index], ...own }))),
     });
 
     /** The fields compared, and those of them that differ. */
@@ -613,16 +677,63 @@ export class LiveSession {
         }
       }
     }
+    if (server.ietf) this.#judgeIetf(server.ietf, agreeing === -1 ? null : ietfEnds, { compared, fields, reasons });
     const message = fields.length
       ? `They differ. ${reasons.join(" ")}`
       : "The server agrees with the model.";
     return { decision, server, model, fields: Object.freeze(fields), compared, message };
   }
 
+  /**
+   * The IETF fields, limit by limit, by name: `quota:<name>`, the quota and window
+   * (RateLimit-Policy's `q` and `w`), always; `ratelimit:<name>`, what is left and when more
+   * comes (RateLimit's `r` and `t`), when the status agrees (`ends` not null). As for ESI's,
+   * a number agrees anywhere between the model's at the two ends of the round trip; `t`
+   * is compared when the model knows it.
+   */
+  #judgeIetf(sent, ends, { compared, fields, reasons }) {
+    const between = (value, values) => value >= Math.min(...values) && value <= Math.max(...values);
+    const quotas = this.#ietf.quotas;
+    for (const [index, { name, q, w }] of quotas.entries()) {
+      const field = `quota:${name}`;
+      const own = sent.find((limit) => limit.name === name);
+      compared.push(field);
+      if (!own) {
+        fields.push(field);
+        reasons.push(`The server's RateLimit-Policy has no limit "${name}".`);
+        continue;
+      }
+      if (own.q !== q || own.w !== w) {
+        fields.push(field);
+        reasons.push(`The server's limit "${name}" is ${quotaText(own)}; the widget's ${quotaText({ q, w })}.`);
+      }
+      if (!ends) continue;
+      const rate = `ratelimit:${name}`;
+      const [early, late] = ends.map((end) => end[index]);
+      compared.push(rate);
+      const tKnown = early.t !== undefined;
+      const ts = [early.t, late.t].filter((t) => t !== null);
+      const tAgrees =
+        !tKnown ||
+        (own.t === null ? ts.length < 2 : ts.length > 0 && between(own.t, ts));
+      if (own.r === null || !between(own.r, [early.r, late.r]) || !tAgrees) {
+        fields.push(rate);
+        reasons.push(
+          `The server's "${name}" has ${rateText(own)}; the model ${rateText(late)}${early.r === late.r && early.t === late.t ? "" : ` to ${rateText(early)}`}.`,
+        );
+      }
+    }
+    for (const { name } of sent) {
+      if (!quotas.some((quota) => quota.name === name)) {
+        fields.push(`quota:${name}`);
+        reasons.push(`The server has a limit "${name}" that the widget does not.`);
+      }
+    }
+  }
+
   /** Fills the table with the last outcome and the headers as sent, or with dashes. */
   #show(outcome, raw) {
     for (const [field] of ROWS) {
-      const { server, model, match, row } = this.#cells[field];
       let shown = ["–", "–"];
       let differs = false;
       let compared = false;
@@ -642,32 +753,66 @@ export class LiveSession {
           ],
         }[field];
       }
-      updateText(server, shown[0]);
-      updateText(model, shown[1]);
-      updateText(match, differs ? "differs" : compared ? "same" : "–");
-      updateAttribute(match, "part", differs ? "match differs" : "match");
-      row.classList.toggle("differs", differs);
+      this.#fill(this.#cells[field], shown, differs, compared);
+    }
+    if (outcome?.server.ietf && !this.#ietfRows) this.#addIetfRows();
+    for (const field of this.#ietfRows ?? []) {
+      const [kind, name] = [field.slice(0, field.indexOf(":")), field.slice(field.indexOf(":") + 1)];
+      let shown = ["–", "–"];
+      if (outcome) {
+        const sent = outcome.server.ietf?.find((limit) => limit.name === name);
+        const predicted = outcome.model.ietf.find((limit) => limit.name === name);
+        const text = kind === "quota" ? quotaText : rateText;
+        shown = [sent ? text(sent) : "none", text(predicted)];
+      }
+      this.#fill(this.#cells[field], shown, outcome?.fields.includes(field), outcome?.compared.includes(field));
     }
   }
 
+  #fill({ server, model, match, row }, shown, differs, compared) {
+    updateText(server, shown[0]);
+    updateText(model, shown[1]);
+    updateText(match, differs ? "differs" : compared ? "same" : "–");
+    updateAttribute(match, "part", differs ? "match differs" : "match");
+    row.classList.toggle("differs", Boolean(differs));
+  }
+
+  /** A row for each limit's quota and each limit's RateLimit, under ESI's rows. */
+  #addIetfRows() {
+    this.#ietfRows = [];
+    for (const { name } of this.#ietf.quotas) {
+      for (const [kind, label] of [
+        ["quota", RATELIMIT_POLICY],
+        ["ratelimit", RATELIMIT],
+      ]) {
+        const field = `${kind}:${name}`;
+        this.#ietfRows.push(field);
+        this.#body.append(this.#row(field, [html("code", {}, label), " ", html("code", {}, `"${name}"`)]));
+      }
+    }
+  }
+
+  #row(field, label) {
+    const cells = {
+      server: html("td", { part: "server" }),
+      model: html("td", { part: "model" }),
+      match: html("td", { part: "match", class: "match" }),
+    };
+    cells.row = html(
+      "tr",
+      { "data-field": field },
+      html("th", { scope: "row" }, ...label),
+      cells.server,
+      cells.model,
+      cells.match,
+    );
+    this.#cells[field] = cells;
+    return cells.row;
+  }
+
   #build() {
-    const rows = ROWS.map(([field, label]) => {
-      const cells = {
-        server: html("td", { part: "server" }),
-        model: html("td", { part: "model" }),
-        match: html("td", { part: "match", class: "match" }),
-      };
-      cells.row = html(
-        "tr",
-        { "data-field": field },
-        html("th", { scope: "row" }, html("code", {}, label)),
-        cells.server,
-        cells.model,
-        cells.match,
-      );
-      this.#cells[field] = cells;
-      return cells.row;
-    });
+    const rows = ROWS.map(([field, label]) => this.#row(field, [html("code", {}, label)]));
+    this.#body = html("tbody", {}, ...rows);
     const head = html(
       "tr",
       {},
@@ -682,7 +827,7 @@ export class LiveSession {
       { class: "live-table" },
       html("caption", {}, "The last press: the server's answer beside the model's"),
       html("thead", {}, head),
-      html("tbody", {}, ...rows),
+      this.#body,
     );
     this.#show(null);
     return html(

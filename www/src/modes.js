@@ -33,6 +33,7 @@ import * as plain from "./plain.js";
 const LAZY = {
   compare: () => import("./compare.js"),
   live: () => import("./live.js"),
+  "live-policy": () => import("./live-policy.js"),
   policy: () => import("./policy.js"),
   predict: () => import("./predict.js"),
   replay: () => import("./replay.js"),
@@ -55,15 +56,17 @@ export function isPolicy(limit) {
 }
 
 /**
- * The mode a widget's attributes ask for: policy for a `limit` of several limits (which
- * refuses `compare`, `endpoint`, `predict` and `replay`, with a message, once built),
+ * The mode a widget's attributes ask for: policy for a `limit` of several limits, or for any
+ * limit with `headers`, whose figures come from the core's policies (which refuses
+ * `compare`, `predict` and `replay`, with a message, once built), live-policy for either
+ * with `endpoint`,
  * predict with `predict` (which refuses `compare`, `endpoint` and `replay`), replay with `replay` (the
  * attribute's text, on unless absent or "false"; its mode refuses `compare` and `endpoint`),
  * live with `endpoint` (which refuses `compare`), compare with `compare`, else plain. A
  * mode's own checks live in its module, which a page of plain widgets never fetches.
  */
-export function modeName({ compare, endpoint, predict, replay = null, limit = "" }) {
-  if (isPolicy(limit)) return "policy";
+export function modeName({ compare, endpoint, predict, replay = null, limit = "", headers = null }) {
+  if (isPolicy(limit) || headers !== null) return endpoint === null ? "policy" : "live-policy";
   if (predict) return "predict";
   if (replay !== null && replay !== "false") return "replay";
   if (endpoint !== null) return "live";

@@ -44,13 +44,24 @@ test("two or more limits, or a named one, are a policy; one limit, good or bad, 
   }
 });
 
-test("a policy asks for policy mode, even beside the others' attributes, which its mode refuses", () => {
+test("a policy, or headers, asks for policy mode, even beside the others' attributes, which its mode refuses", () => {
   const none = { compare: false, endpoint: null, predict: false, replay: null };
   assert.equal(modeName({ ...none, limit: "2/1s 3/4s" }), "policy");
   assert.equal(modeName({ ...none, limit: "6/8s" }), "plain");
   assert.equal(modeName({ ...none, compare: true, limit: "2/1s 3/4s" }), "policy");
-  assert.equal(modeName({ ...none, predict: true, replay: "", endpoint: "/api", limit: "burst=2/1s" }), "policy");
+  assert.equal(modeName({ ...none, predict: true, replay: "", limit: "burst=2/1s" }), "policy");
   assert.equal(modeName({ ...none, predict: true, limit: "6/8s" }), "predict");
+  // The headers view's figures are the core policy's, for one limit too.
+  assert.equal(modeName({ ...none, limit: "6/8s", headers: "ietf" }), "policy");
+  assert.equal(modeName({ ...none, compare: true, limit: "6/8s", headers: "bad" }), "policy");
+  assert.equal(modeName({ ...none, limit: "6/8s", headers: null }), "plain");
+});
+
+test("with endpoint, a policy or headers asks for live mode on the core's policy", () => {
+  const none = { compare: false, endpoint: "/api", predict: false, replay: null };
+  assert.equal(modeName({ ...none, limit: "2/1s 3/4s" }), "live-policy");
+  assert.equal(modeName({ ...none, limit: "6/8s", headers: "both" }), "live-policy");
+  assert.equal(modeName({ ...none, limit: "6/8s" }), "live");
 });
 
 test("plain mode is in the bundle: there at once, never fetched", async () => {
@@ -62,6 +73,7 @@ test("plain mode is in the bundle: there at once, never fetched", async () => {
 test("the other modes have not arrived until a widget asks for them", () => {
   assert.equal(arrivedMode("compare"), null);
   assert.equal(arrivedMode("live"), null);
+  assert.equal(arrivedMode("live-policy"), null);
   assert.equal(arrivedMode("policy"), null);
   assert.equal(arrivedMode("predict"), null);
   assert.equal(arrivedMode("replay"), null);

@@ -58,28 +58,39 @@ export function readPolicyDecision(fields, outcome, limits, algorithm) {
   };
 }
 
-/** What the widget calls attribute `name` when it refuses it beside a policy. */
+/** Why policy mode refuses attribute `name` beside a policy. */
 const REFUSED = {
   compare: "compare runs one limit through several algorithms",
-  endpoint: "live mode compares a server's headers for one limit",
   predict: "predict mode asks about one limit",
   replay: "replay mode plays a log against one limit, as trickle replay does",
 };
 
+/** Why the headers view refuses attribute `name`. */
+const REFUSED_HEADERS = {
+  compare: "compare mode answers each Hit with several algorithms",
+  predict: "predict mode keeps the answer back until the reader has guessed it",
+  replay: "replay mode plays a log instead of the reader's presses",
+};
+
 /**
- * Throws unless the attributes beside a policy `limit` are ones policy mode runs with:
- * `algorithm`, `cost` and `costs`, not another mode's. `compare` is read already (a
- * boolean); the others are the attributes' text, or null.
+ * Throws unless the attributes beside a policy `limit`, or beside `headers` (the
+ * attribute's text, or null), are ones policy mode runs with: `algorithm`, `cost`, `costs`
+ * and `endpoint` (live mode then runs the policy), not another mode's. `compare` is read
+ * already (a boolean); the others are the attributes' text, or null.
  */
-export function checkPolicy(limit, { compare, endpoint, predict, replay }) {
+export function checkPolicy(limit, { compare, predict, replay, headers = null }) {
   const on = (text) => text !== null && text !== "false";
-  const asked = { compare, endpoint: endpoint !== null, predict: on(predict), replay: on(replay) };
+  const asked = { compare, predict: on(predict), replay: on(replay) };
   const other = Object.keys(REFUSED).find((name) => asked[name]);
-  if (other) {
+  if (!other) return;
+  if (headers !== null) {
     throw new Error(
-      `limit="${limit}" is a policy of several limits, and ${other} cannot be used with one: ${REFUSED[other]}; leave ${other} out, or write one limit`,
+      `headers="${headers}" cannot be used with ${other}: the headers view shows the one answer to each Hit, and ${REFUSED_HEADERS[other]}; leave one of them out`,
     );
   }
+  throw new Error(
+    `limit="${limit}" is a policy of several limits, and ${other} cannot be used with one: ${REFUSED[other]}; leave ${other} out, or write one limit`,
+  );
 }
 
 /**

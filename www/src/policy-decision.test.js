@@ -145,18 +145,21 @@ test("cost is checked against the smallest limit", () => {
   });
 });
 
-test("another mode's attribute beside a policy is refused, saying which and why", () => {
-  const none = { compare: false, endpoint: null, predict: null, replay: null };
+test("another mode's attribute beside a policy or the headers view is refused, saying which and why", () => {
+  const none = { compare: false, predict: null, replay: null };
   checkPolicy("2/1s 3/4s", none);
   checkPolicy("2/1s 3/4s", { ...none, predict: "false", replay: "false" });
+  checkPolicy("6/8s", { ...none, headers: "ietf" });
   for (const [asked, name] of [
     [{ compare: true }, "compare"],
-    [{ endpoint: "/api" }, "endpoint"],
     [{ predict: "" }, "predict"],
     [{ replay: "" }, "replay"],
   ]) {
     assert.throws(() => checkPolicy("2/1s 3/4s", { ...none, ...asked }), {
       message: new RegExp(`^limit="2/1s 3/4s" is a policy of several limits, and ${name} cannot be used with one: .+; leave ${name} out, or write one limit$`),
+    });
+    assert.throws(() => checkPolicy("6/8s", { ...none, ...asked, headers: "both" }), {
+      message: new RegExp(`^headers="both" cannot be used with ${name}: the headers view shows the one answer to each Hit, and .+; leave one of them out$`),
     });
   }
 });

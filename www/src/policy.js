@@ -4,6 +4,9 @@
 // limit, with its formula and live numbers, its gauge, the tokens it has left and when they
 // come back, the limit that answered the last 429 marked; the answer names it.
 //
+// With the `headers` attribute, for one limit or several, it also shows the headers view: the
+// exact rate-limit headers a server in that dialect sends with each answer.
+//
 // Fetched on first use (modes.js), with the opt-in modes' WebAssembly (extras.js), which
 // holds the core's policies: the default module knows one limit only.
 
@@ -21,6 +24,8 @@ import {
   readPolicyCost,
   readPolicyDecision,
 } from "./policy-decision.js";
+import { HeadersView } from "./headers-view.js";
+import { quotaUnit, readDialect, responseHeaders } from "./ratelimit-fields.js";
 import { answered } from "./respond.js";
 import policyStyles from "./policy.css";
 
@@ -36,13 +41,39 @@ export async function load() {
 
 /** See modes.js for what the element asks of a mode. */
 export function create({ attribute, compare, pricing, single, Limiter }) {
-  const limit = attribute("limit");
-  checkPolicy(limit, {
+  const headers = readHeaders(attribute);
+  checkPolicy(attribute("limit"), {
     compare,
-    endpoint: attribute("endpoint"),
     predict: attribute("predict"),
     replay: attribute("replay"),
+    headers: attribute("headers"),
   });
+  const { raw, limits } = openPolicy(attribute, Limiter);
+  try {
+    // The element knows no N to check `cost` against: the smallest of the policy's is it.
+    pricing.cost = readPolicyCost(attribute("cost"), limits);
+    const mode = new PolicyMode(raw, limits, pricing, headers);
+    single.hide();
+    return mode;
+  } catch (error) {
+    raw.free();
+    throw error;
+  }
+}
+
+/** The `headers` attribute's dialect, or null for no headers view. */
+export function readHeaders(attribute) {
+  const text = attribute("headers");
+  return text === null ? null : readDialect(text);
+}
+
+/**
+ * The core's policy for the `limit` and `algorithm` attributes, `{ raw, limits }`: the
+ * RawPolicy, and each limit's `name`, `text`, N (`tokens`), W (`windowMs`) and the IETF
+ * field's `w` (`windowS`, null when left out). Throws an Error with the core's message.
+ */
+export function openPolicy(attribute, Limiter) {
+  const limit = attribute("limit");
   const algorithm = attribute("algorithm") ?? Limiter.algorithms[0];
   let raw;
   try {
@@ -53,22 +84,22 @@ export function create({ attribute, compare, pricing, single, Limiter }) {
     if (!Limiter.algorithms.includes(algorithm)) throw error;
     throw new Error(`limit="${limit}": ${error.message}`);
   }
-  try {
-    const limits = Array.from({ length: raw.count }, (_, index) => ({
+  const limits = Array.from({ length: raw.count }, (_, index) => {
+    const windowS = raw.window_s(index);
+    return {
       name: raw.name(index),
       text: raw.limit(index),
       tokens: raw.tokens(index),
       windowMs: raw.window_ms(index),
-    }));
-    // The element knows no N to check `cost` against: the smallest of the policy's is it.
-    pricing.cost = readPolicyCost(attribute("cost"), limits);
-    const mode = new PolicyMode(raw, limits, pricing);
-    single.hide();
-    return mode;
-  } catch (error) {
-    raw.free();
-    throw error;
-  }
+      windowS: windowS < 0 ? null : windowS,
+    };
+  });
+  return { raw, limits };
+}
+
+/** The decision the last call of `raw` wrote, whose code was `code`. */
+export function readPolicy(raw, code, limits) {
+  return readPolicyDecision(buffer(), code, limits, raw.algorithm);
 }
 
 /**
@@ -81,7 +112,7 @@ function buffer() {
   return fields;
 }
 
-class PolicyMode {
+export class PolicyMode {
   #raw;
   #limits;
   #pricing;
@@ -90,10 +121,15 @@ class PolicyMode {
   element;
   place = "single";
 
-  constructor(raw, limits, pricing) {
+  /** The headers view, and its dialect, or null. */
+  #headers = null;
+  #dialect;
+
+  constructor(raw, limits, pricing, dialect) {
     this.#raw = raw;
     this.#limits = limits;
     this.#pricing = pricing;
+    this.#dialect = dialect;
     this.limit = raw.text;
     this.algorithm = raw.algorithm;
     if (limits.length > 1) {
@@ -106,6 +142,10 @@ class PolicyMode {
       { part: "policy", class: "policy", role: "list", "aria-label": "The policy's limits" },
       ...this.#rows.map((row) => row.element),
     );
+    if (dialect) {
+      this.#headers = new HeadersView(dialect, "a server");
+      this.element = html("div", { class: "policy" }, this.element, this.#headers.element);
+    }
   }
 
   headline(unit) {
@@ -122,12 +162,11 @@ class PolicyMode {
     const code = table ? this.#raw.respond(now, cost, table.cost(status)) : this.#raw.hit(now, cost);
     const policy = this.#read(code);
     const decision = table ? answered(policy, status) : policy;
-    this.#mark(decision.answeredBy);
+    const extra = this.show(decision);
     const { code: line, explanation } = policyAnswer(decision, this.#pricing);
-    const { allowed, outcome, answeredBy, retryAfterMs, retryAfter, remaining } = decision;
     return {
       decisions: decision.limits.map((own) => Object.freeze(own)),
-      extra: { allowed, status: decision.status, outcome, answeredBy, retryAfterMs, retryAfter, remaining, policy: this.limit },
+      extra,
       changing: this.draw(now),
       answer: [
         html("span", { class: `code ${allowed ? "allowed" : "denied"}` }, line),
@@ -140,6 +179,25 @@ class PolicyMode {
   reset() {
     this.#raw.reset();
     this.#mark(null);
+    this.#headers?.clear();
+  }
+
+  /**
+   * Shows the answer `decision`: the limit that answered marked, and its headers in the
+   * headers view. Returns what the event's detail adds for a policy: its `allowed`,
+   * `status`, `outcome`, `answeredBy`, waits and `remaining`, the `policy`, and the
+   * `headers` shown (`[name, value]` pairs), or null without a headers view.
+   */
+  show(decision) {
+    this.#mark(decision.answeredBy);
+    const { allowed, status, outcome, answeredBy, retryAfterMs, retryAfter, remaining } = decision;
+    let headers = null;
+    if (this.#headers) {
+      headers = responseHeaders(decision, { limits: this.#limits, unit: quotaUnit(this.#pricing), dialect: this.#dialect });
+      this.#headers.show(status, headers);
+      headers = Object.freeze(headers.map((pair) => Object.freeze(pair)));
+    }
+    return { allowed, status, outcome, answeredBy, retryAfterMs, retryAfter, remaining, policy: this.limit, headers };
   }
 
   /** Draws every limit as of `now`; returns whether any still has tokens in use. */
@@ -158,7 +216,7 @@ class PolicyMode {
   }
 
   #read(code) {
-    return readPolicyDecision(buffer(), code, this.#limits, this.algorithm);
+    return readPolicy(this.#raw, code, this.#limits);
   }
 
   /** Marks the row of the limit that answered the last press; none when it was allowed. */

@@ -17,6 +17,7 @@
 //! | `hit(now, cost)`, `peek(now, cost)` | the policy's outcome code (0 allowed, 1 denied, 2 exceeds a limit); the decision in the buffer |
 //! | `respond(now, reserve, cost)` | as `RawLimiter.respond`, for every limit: reserves in all of them or none, then settles in each |
 //! | `reset()` | forgets everything spent |
+//! | `copy()` | a new `RawPolicy` in the same state, which decides apart from this one |
 //! | `text`, `algorithm`, `count` (getters) | `"burst=10/1s 1000/1h"` as the core writes it; `"floating"`; the count of limits |
 //! | `name(i)`, `limit(i)`, `tokens(i)`, `window_ms(i)` | the `i`th limit's name, its text, N and W |
 //! | `window_s(i)` | the IETF `RateLimit-Policy` field's `w` for the `i`th limit (`ietf::quota_policies`); −1 when left out |
@@ -170,6 +171,16 @@ impl RawPolicy {
     #[wasm_bindgen(skip_jsdoc)]
     pub fn reset(&mut self) {
         self.inner.reset();
+    }
+
+    // A policy in the same state that decides apart from this one: live mode asks it what
+    // the server would have answered at either end of a round trip, charging nothing here.
+    #[wasm_bindgen(skip_jsdoc)]
+    pub fn copy(&self) -> RawPolicy {
+        RawPolicy {
+            inner: self.inner.clone(),
+            algorithm: self.algorithm,
+        }
     }
 
     // The policy as the core writes it, e.g. `"burst=10/1s 1000/1h"`.

@@ -227,6 +227,26 @@ fn the_buffer_holds_the_nearest_limit_and_the_ietf_fields_numbers() {
 }
 
 #[wasm_bindgen_test]
+fn a_copy_decides_apart_from_its_original() {
+    let mut raw = policy("2/1s 3/1m", "fixed");
+    assert_eq!(raw.hit(0.0, 1.0), ALLOWED);
+    let mut copy = raw.copy();
+    assert_eq!(copy.hit(10.0, 1.0), ALLOWED);
+    assert_eq!(
+        copy.hit(20.0, 1.0),
+        DENIED,
+        "the copy holds the original's token"
+    );
+    // The original has spent one token only.
+    assert_eq!(raw.peek(20.0, 0.0), ALLOWED);
+    assert_eq!(own(&fields(), 0, field::REMAINING), 1.0);
+    assert_eq!(
+        (copy.text(), copy.algorithm()),
+        (raw.text(), raw.algorithm())
+    );
+}
+
+#[wasm_bindgen_test]
 fn respond_reserves_in_every_limit_or_none_then_settles_in_each() {
     let mut raw = policy("2/1s 5/1m", "sliding-log");
     // Reserve 2, answered with a price of 1: a token of each refunded.
