@@ -39,17 +39,19 @@ let root;
 let session;
 let api;
 let refusing;
+let both;
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "trickle-live-"));
   await cp(SITE, root, { recursive: true });
-  [session, api, refusing] = await Promise.all([
+  [session, api, refusing, both] = await Promise.all([
     start({ root }),
     serveApi("live.toml"),
     serveApi("live-cors.toml"),
+    serveApi("headers.toml"),
   ]);
 });
 after(async () => {
-  await Promise.all([session?.close(), api?.stop(), refusing?.stop()]);
+  await Promise.all([session?.close(), api?.stop(), refusing?.stop(), both?.stop()]);
   if (root) await rm(root, { recursive: true, force: true });
 });
 
@@ -345,6 +347,81 @@ describe("against a server with other costs", () => {
       /The server has 4 tokens left; the model 5\. The server charged 2 tokens for 200; the model 1: are the costs the same\?$/,
     );
     assert.deepEqual((await mismatches(page)).map((event) => event.fields), [["remaining", "used"]]);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+});
+
+describe("against a server of both dialects", () => {
+  it("a policy agrees limit by limit, to a 429 from the burst, and shows the model's headers", async () => {
+    const widget = "#pair";
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="pair" limit="burst=2/1s 6/1h" algorithm="fixed" costs="esi" headers="both" endpoint="${both.url}/pair"></rate-limit-demo>`,
+    );
+    // A 200 costs 2, the whole burst: the next press is refused by it unless its second ends
+    // in between, when it is let in and the one after is refused.
+    const seen = [];
+    for (let n = 0; n < 4 && !seen.some((detail) => detail.status === 429); n++) {
+      const detail = await press(page, widget, 200);
+      assert.deepEqual(detail.mismatches, [], `press ${n + 1} agrees: ${await answerText(page, widget)}`);
+      seen.push(detail);
+    }
+    const refused = seen.at(-1);
+    assert.deepEqual([refused.server.status, refused.status, refused.answeredBy], [429, 429, "burst"]);
+    assert.deepEqual(
+      refused.server.ietf.map(({ name, q, w, qu }) => [name, q, w, qu]),
+      [
+        ["burst", 2, 1, "tokens"],
+        ["6/1h", 6, 3600, "tokens"],
+      ],
+    );
+    assert.equal(refused.server.limit, "2/1s", "ESI's fields are the burst's, which answered");
+    const table = await shownTable(page, widget);
+    for (const field of ["quota:burst", "ratelimit:burst", "quota:6/1h", "ratelimit:6/1h", "status", "limit", "retry-after"]) {
+      assert.equal(table[field]?.[2], "same", `${field}: ${table[field]}`);
+    }
+    assert.deepEqual(table["quota:burst"], ["q=2 w=1", "q=2 w=1", "same"]);
+    // The model's own answer, as a server of both dialects sends it.
+    const lines = await page.locator(`${widget} [part~="header-lines"]`).textContent();
+    assert.match(lines, /^HTTP\/1\.1 429 Too Many Requests\nX-Ratelimit-Limit: 2\/1s\nX-Ratelimit-Remaining: 0\nX-Ratelimit-Used: 0\n/);
+    assert.match(lines, /\nRateLimit-Policy: "burst";q=2;qu="tokens";w=1, "6\/1h";q=6;qu="tokens";w=3600\n/);
+    assert.match(lines, /\nRateLimit: "burst";r=0;t=1, "6\/1h";r=\d;t=\d+\nRetry-After: 1$/);
+    assert.deepEqual(refused.headers.at(-1), ["Retry-After", "1"]);
+    assert.deepEqual(await mismatches(page), []);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("flags each limit the server has otherwise, by name", async () => {
+    // The server's burst is 2/1s; this widget says 3/1s.
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="wrong" limit="burst=3/1s 6/1h" algorithm="fixed" costs="esi" endpoint="${both.url}/pair"></rate-limit-demo>`,
+    );
+    const detail = await press(page, "#wrong", 200);
+    assert.deepEqual(detail.mismatches, ["limit", "remaining", "quota:burst", "ratelimit:burst"]);
+    const table = await shownTable(page, "#wrong");
+    assert.deepEqual(table["quota:burst"], ["q=2 w=1", "q=3 w=1", "differs"]);
+    assert.equal(table["quota:6/1h"][2], "same");
+    assert.equal(table["ratelimit:6/1h"][2], "same");
+    assert.match(await answerText(page, "#wrong"), /The server's limit "burst" is q=2 w=1; the widget's q=3 w=1\./);
+    const [event] = await mismatches(page);
+    assert.deepEqual(event.fields, detail.mismatches);
+    await assertPageUnharmed(page, problems);
+    await close();
+  });
+
+  it("a single limit's live mode reads the IETF's fields too", async () => {
+    const { page, problems, close } = await openLive(
+      `<rate-limit-demo id="odd" limit="3/1500ms" algorithm="fixed" costs="2xx:1 3xx:1 4xx:1 5xx:0" endpoint="${both.url}/odd"></rate-limit-demo>`,
+    );
+    for (let n = 0; n < 4; n++) {
+      const detail = await press(page, "#odd", 200);
+      assert.deepEqual(detail.mismatches, [], `press ${n + 1}: ${await answerText(page, "#odd")}`);
+      assert.deepEqual(detail.server.ietf.map(({ name, q, w }) => [name, q, w]), [["3/1500ms", 3, null]]);
+    }
+    const table = await shownTable(page, "#odd");
+    assert.deepEqual(table["quota:3/1500ms"], ["q=3 w=none", "q=3 w=none", "same"]);
+    assert.equal(table["ratelimit:3/1500ms"][2], "same");
     await assertPageUnharmed(page, problems);
     await close();
   });

@@ -497,6 +497,7 @@ export class RateLimitDemo extends Base {
     // plain widgets never fetches. Properties written out in full: the manifest analyzer takes
     // a shorthand one (`{ limiters }`) for a declaration of the module's and lists it.
     const context = {
+      limit: limit,
       limiters: limiters,
       pricing: this.#pricing,
       single: this.#single,

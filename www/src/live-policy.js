@@ -19,9 +19,9 @@ export const styles = `${liveStyles}\n${policyStyles}`;
 export const load = loadPolicy;
 
 /** See modes.js for what the element asks of a mode. */
-export function create({ attribute, baseURI, compare, pricing, single, Limiter, host }) {
+export function create({ limit, attribute, baseURI, compare, pricing, single, Limiter, host }) {
   const dialect = readHeaders(attribute);
-  checkPolicy(attribute("limit"), {
+  checkPolicy(limit, {
     compare,
     predict: attribute("predict"),
     replay: attribute("replay"),
@@ -29,7 +29,7 @@ export function create({ attribute, baseURI, compare, pricing, single, Limiter, 
   });
   const endpoint = readEndpoint(attribute("endpoint"), baseURI, compare);
   const clientId = readClientId(attribute("client-id"));
-  const { raw, limits } = openPolicy(attribute, Limiter);
+  const { raw, limits } = openPolicy(limit, attribute, Limiter);
   try {
     pricing.cost = readPolicyCost(attribute("cost"), limits);
     const view = new PolicyMode(raw, limits, pricing, dialect);

@@ -5,9 +5,9 @@
 //
 // A mode module exports `create(context)`, when it has one `styles` (its stylesheet's text),
 // and when it needs more than the default WebAssembly before it can be made, `load()`, which
-// the loader awaits. `context` is what the element built: `{ limiters, pricing, single, Limiter,
-// attribute, baseURI, compare, host }` (see element.js). The mode it returns owns the
-// limiters from then on, and offers:
+// the loader awaits. `context` is what the element built: `{ limit, limiters, pricing, single,
+// Limiter, attribute, baseURI, compare, host }` (see element.js); `limit` is the attribute, or
+// its default. The mode it returns owns the limiters from then on, and offers:
 //
 //   label              what runs, for the heading, "4 algorithms side by side"; left out, the
 //                      first algorithm's name in words, "floating window"

@@ -40,15 +40,15 @@ export async function load() {
 }
 
 /** See modes.js for what the element asks of a mode. */
-export function create({ attribute, compare, pricing, single, Limiter }) {
+export function create({ limit, attribute, compare, pricing, single, Limiter }) {
   const headers = readHeaders(attribute);
-  checkPolicy(attribute("limit"), {
+  checkPolicy(limit, {
     compare,
     predict: attribute("predict"),
     replay: attribute("replay"),
     headers: attribute("headers"),
   });
-  const { raw, limits } = openPolicy(attribute, Limiter);
+  const { raw, limits } = openPolicy(limit, attribute, Limiter);
   try {
     // The element knows no N to check `cost` against: the smallest of the policy's is it.
     pricing.cost = readPolicyCost(attribute("cost"), limits);
@@ -68,12 +68,11 @@ export function readHeaders(attribute) {
 }
 
 /**
- * The core's policy for the `limit` and `algorithm` attributes, `{ raw, limits }`: the
+ * The core's policy for `limit` and the `algorithm` attribute, `{ raw, limits }`: the
  * RawPolicy, and each limit's `name`, `text`, N (`tokens`), W (`windowMs`) and the IETF
  * field's `w` (`windowS`, null when left out). Throws an Error with the core's message.
  */
-export function openPolicy(attribute, Limiter) {
-  const limit = attribute("limit");
+export function openPolicy(limit, attribute, Limiter) {
   const algorithm = attribute("algorithm") ?? Limiter.algorithms[0];
   let raw;
   try {
@@ -169,7 +168,7 @@ export class PolicyMode {
       extra,
       changing: this.draw(now),
       answer: [
-        html("span", { class: `code ${allowed ? "allowed" : "denied"}` }, line),
+        html("span", { class: `code ${decision.allowed ? "allowed" : "denied"}` }, line),
         " ",
         html("span", { class: "explanation" }, explanation),
       ],
