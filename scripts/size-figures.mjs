@@ -39,7 +39,11 @@ const ALWAYS = [
 ];
 
 /** What a mode's attribute is, where the mode's name alone does not say it. */
-const MODE_ATTRIBUTES = { live: "`endpoint`", policy: "a `limit` of several limits" };
+const MODE_ATTRIBUTES = {
+  live: "`endpoint`",
+  "live-policy": "`endpoint` with a policy or `headers`",
+  policy: "a `limit` of several limits, or `headers`",
+};
 
 /**
  * The modes fetched on first use, each with its files: every dist/*.js that is not one of the

@@ -583,7 +583,7 @@ describe("a request that gets no usable answer is explained as text", () => {
     assert.deepEqual(detail.mismatches, [], "only the status could be compared, and it agrees");
     assert.equal(
       await answerText(page, "#plain"),
-      "Server 200 OK · model 200 OK The server answered 200 OK without X-Ratelimit-Limit, X-Ratelimit-Remaining and X-Ratelimit-Used headers this page can read: it must send them, and, on another origin, list them with Retry-After in Access-Control-Expose-Headers. The status agrees with the model's; nothing else could be compared.",
+      "Server 200 OK · model 200 OK The server answered 200 OK without X-Ratelimit-Limit, X-Ratelimit-Remaining and X-Ratelimit-Used headers (or the IETF's RateLimit-Policy and RateLimit) this page can read: it must send them, and, on another origin, list them with Retry-After in Access-Control-Expose-Headers. The status agrees with the model's; nothing else could be compared.",
     );
     const table = await shownTable(page, "#plain");
     assert.deepEqual(table.limit, ["none", "6/8s", "–"], "not compared");

@@ -4,7 +4,7 @@ import { decisionDetail } from "./detail.js";
 import { html, sharedSheet } from "./dom.js";
 import { count, formatWindow, statusLine } from "./format.js";
 import { CostTable, Limiter, load } from "./limiter.js";
-import { arrivedMode, isPolicy, loadMode, modeName } from "./modes.js";
+import { arrivedMode, loadMode, modeName } from "./modes.js";
 import { SingleView } from "./single.js";
 import styles from "./styles.css";
 
@@ -56,19 +56,20 @@ function message(error) {
  * @tagname rate-limit-demo
  * @summary A rate limit a reader can press: the formula with live numbers, the 429 and its Retry-After, the tokens coming back.
  *
- * @attr {string} limit - N tokens per window W, in the form of ESI's `X-Ratelimit-Limit` header: `150/15m`, `6/8s`. ESI's windows are in `m` and `h`; the widget also takes `s` and `ms`. Default `6/8s`. Or a policy: two to eight limits separated by spaces, all of which a request must fit, as APIs publish a burst and a sustained rate (`10/1s 1000/1h`), each optionally named (`burst=10/1s 1000/1h`; names of a-z, 0-9, `_`, `-`, `.`, starting with a letter). A policy shows one row per limit, its formula, tokens left and when they come back, and a 429 names the limit that answered it, with a Retry-After for when every limit fits again; a refused request charges no limit. Decided by the Rust core's `PolicyLimiter`, fetched (with its own WebAssembly module) only by a widget given a policy. Works with `algorithm` (every limit runs it), `cost` (at most the smallest N) and `costs`; not with `compare`, `endpoint`, `predict` or `replay`.
+ * @attr {string} limit - N tokens per window W, in the form of ESI's `X-Ratelimit-Limit` header: `150/15m`, `6/8s`. ESI's windows are in `m` and `h`; the widget also takes `s` and `ms`. Default `6/8s`. Or a policy: two to eight limits separated by spaces, all of which a request must fit, as APIs publish a burst and a sustained rate (`10/1s 1000/1h`), each optionally named (`burst=10/1s 1000/1h`; names of a-z, 0-9, `_`, `-`, `.`, starting with a letter). A policy shows one row per limit, its formula, tokens left and when they come back, and a 429 names the limit that answered it, with a Retry-After for when every limit fits again; a refused request charges no limit. Decided by the Rust core's `PolicyLimiter`, fetched (with its own WebAssembly module) only by a widget given a policy. Works with `algorithm` (every limit runs it), `cost` (at most the smallest N), `costs`, `endpoint` (each limit compared with the server's) and `headers`; not with `compare`, `predict` or `replay`.
  * @attr {string} algorithm - One of the core's algorithms: `floating` (default), `sliding-log`, `fixed`, `token-bucket`. Not with `compare`.
  * @attr {string} cost - Tokens each Hit spends, a whole number from 0 to N. Default 1. With `costs`, the tokens a request reserves before the server answers: if they do not fit, a 429 that costs nothing.
  * @attr {string} costs - What each response costs, by status: `esi`, EVE Online ESI's costs, or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; after answering, the request is settled at what its status costs (the reserve's difference charged, even past the limit, or refunded), as the Rust core's flow does.
  * @attr {boolean} compare - Compare mode: each Hit goes to several algorithms at the same instant, one row each, with the tokens each let in during the last W and how often the floating window disagreed with the exact sliding log. `compare="false"` is off.
  * @attr {string} algorithms - In compare mode, the algorithms to show, in order: two or more names separated by spaces. Default: all of the core's.
- * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and `X-Ratelimit-*` headers are shown beside what the widget predicts, every field that differs marked. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
+ * @attr {string} endpoint - Live mode: the URL of a rate-limited route, http or https, absolute or relative to the page. Each Hit is sent there as a GET with an `X-Client-Id` header (with `costs`, `?status=` asks for the pressed button's status), and the server's status and rate-limit headers, ESI's `X-Ratelimit-*` or the IETF's `RateLimit-Policy` and `RateLimit` (each limit on its own rows, by name) or both, are shown beside what the widget predicts, every field that differs marked. With a policy or `headers`, the prediction is the core's policy, whose `t` is compared too. The server must allow the page's origin (CORS) and expose its headers; a page's Content-Security-Policy must allow the URL in `connect-src`. Not with `compare`.
  * @attr {boolean} predict - Predict mode: before each Hit the reader predicts the answer, `200 OK` (with `costs`, let through) or a 429 with the wait in one of three ranges (up to W/4, up to W/2, longer), and the Hit reveals the core's answer with whether the prediction was right, the sum that decided it, and the score. A Hit without a prediction sends nothing and asks for one. Works with `algorithm`, `cost` and `costs`; not with `compare`, `endpoint` or `replay`. `predict="false"` is off.
  * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched only by a widget that asks for it, and its own WebAssembly module when a log first plays. Not with `compare`, `endpoint` or `predict`. `replay="false"` is off.
+ * @attr {string} headers - The headers view: under the widget, the head of the answer each Hit gets, exactly as a server with `trickle serve`'s `headers` setting writes it: `esi`, ESI's `X-Ratelimit-Limit`, `-Remaining` and `-Used` of the limit nearest to refusing; `ietf`, the IETF's `RateLimit-Policy` and `RateLimit` with every limit (draft-ietf-httpapi-ratelimit-headers-11, as Structured Fields); `both`; and `Retry-After` on a 429. Every number is the Rust core's (`trickle_core::ietf`, `PolicyDecision::nearest`). Runs the widget on the core's policy, fetched as a policy is, even for one limit. Works with `limit`, `algorithm`, `cost`, `costs` and `endpoint` (the model's headers); not with `compare`, `predict` or `replay`.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
- * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. For a policy, `decisions` has one per limit, each with its `name`, and `allowed`, `status`, `outcome`, `retryAfterMs`, `retryAfter` and `remaining` are the policy's, with `answeredBy`, the name of the limit that answered a 429 (null when allowed), and `policy`, the policy as the core writes it. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none. In predict mode, with the reader's `prediction` and the score.
- * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
+ * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. For a policy, `decisions` has one per limit, each with its `name`, and `allowed`, `status`, `outcome`, `retryAfterMs`, `retryAfter` and `remaining` are the policy's, with `answeredBy`, the name of the limit that answered a 429 (null when allowed), and `policy`, the policy as the core writes it. With `headers`, `headers`: the answer's rate-limit headers as `[name, value]` pairs, as the headers view shows them (null without). In live mode, one per answer from the server, with the model's decision, the `server`'s answer (its IETF fields, if any, in `server.ietf`: `{ name, q, w, qu, r, t }` per limit) and the `mismatches`; a request that got no answer fires none. In predict mode, with the reader's `prediction` and the score.
+ * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`, and for the IETF's fields, limit by limit, `quota:<name>` for `q` and `w` and `ratelimit:<name>` for `r` and `t`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
  *
  * @fires {CustomEvent<RateLimitReplayDetail>} rate-limit-replay - Replay mode: a log has been played, or stopped at a row it cannot read; bubbles and crosses shadow roots. Its detail has the counts (`requests`, `allowed`, `denied`, `neverFit`), `firstRefused` (`{ request, tMs }`, or null), `longestWaitMs` (or null), the CLI's `summary` line, and the `error` message (null when the whole log was played).
  *
@@ -112,6 +113,8 @@ function message(error) {
  * @csspart policy - A policy of several limits: the list of its limits.
  * @csspart policy-limit - One limit of a policy, with `data-limit` (its name); its `formula`, `previous`, `overlap`, `current`, `used`, `gauge`, `remaining` and `next` parts are as the single limit's.
  * @csspart answered-by - On a policy's limit: the badge of the limit that answered the last 429.
+ * @csspart headers - The headers view (`headers`): its caption and lines, with `data-dialect`.
+ * @csspart header-lines - The headers view: the status line and one header a line.
  * @csspart replay - Replay mode: the log's inputs, its timeline and figures.
  * @csspart replay-file - Replay mode: the file input for a log.
  * @csspart replay-input - Replay mode: the text area a log may be pasted into.
@@ -467,10 +470,13 @@ export class RateLimitDemo extends Base {
     this.#teardown();
     const attribute = (name) => this.getAttribute(name);
     const limit = this.limit;
-    // A policy's limiter is its mode's, from WebAssembly the default module leaves out; the
-    // mode checks `cost` against its limits and sets it. The headers view's figures come
-    // from there too.
-    const policy = isPolicy(limit) || attribute("headers") !== null;
+    // The properties are the attributes, read as modeName expects; a bad `compare` is
+    // refused below, before the name is used.
+    const name = modeName(this);
+    // A policy's limiter is its mode's (policy or live-policy mode), from WebAssembly the
+    // default module leaves out; the mode checks `cost` against its limits and sets it. The
+    // headers view's figures come from there too.
+    const policy = name.endsWith("policy");
     let limiters = [];
     let table = null;
     let compare;
@@ -507,14 +513,6 @@ export class RateLimitDemo extends Base {
       compare: compare,
       host: this.#host,
     };
-    const name = modeName({
-      compare,
-      endpoint: attribute("endpoint"),
-      predict: this.predict,
-      replay: attribute("replay"),
-      limit,
-      headers: attribute("headers"),
-    });
     const module = arrivedMode(name);
     if (module) {
       this.#build(module, context);

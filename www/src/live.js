@@ -32,9 +32,8 @@ const ROWS = [
   ["retry-after", RETRY_AFTER],
 ];
 
-/** The headers every answer must carry, and be allowed to show, for a comparison: ESI's, or the IETF's. */
+/** The headers every answer must carry, and be allowed to show, for a comparison, or the IETF's. */
 const REQUIRED = [LIMIT, REMAINING, USED];
-const REQUIRED_IETF = [RATELIMIT_POLICY, RATELIMIT];
 
 /**
  * A fresh key for the server's bucket. randomUUID exists only in secure contexts (https,
@@ -540,12 +539,12 @@ export class LiveSession {
     });
     const problems = [...ietf.problems];
     // A server of the IETF's dialect alone sends no X-Ratelimit-*: nothing is missing then.
-    const missing = ietf.limits ? [] : [...REQUIRED, ...REQUIRED_IETF].filter((name) => header(name) === null);
+    const missing = ietf.limits ? [] : REQUIRED.filter((name) => header(name) === null);
     if (missing.length) {
       const plural = missing.length > 1;
       problems.push(
         `The server answered ${statusLine(response.status)} without ${words(missing)} ` +
-          `${plural ? "headers" : "header"} this page can read: it must send ESI's or the IETF's, ` +
+          `${plural ? "headers" : "header"} (or the IETF's ${RATELIMIT_POLICY} and ${RATELIMIT}) this page can read: it must send ${plural ? "them" : "it"}, ` +
           "and, on another origin, list them with Retry-After in Access-Control-Expose-Headers.",
       );
     }

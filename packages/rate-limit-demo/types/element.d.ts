@@ -26,6 +26,8 @@ export interface RateLimitDecisionDetail extends Decision {
   answeredBy?: string | null;
   /** For a policy: the policy as the core writes it, "burst=10/1s 1000/1h". */
   policy?: string;
+  /** With the `headers` attribute: the answer's rate-limit headers as the headers view shows them, `[name, value]` pairs; null without it. */
+  headers?: readonly (readonly [string, string])[] | null;
   /** Predict mode only: what the reader predicted for this press (`allowed`, and for a 429 the `wait` range `{ fromMs, toMs }`, above `fromMs` and up to `toMs`, null for no upper end), whether it was `correct`, and the score so far, `right` of `asked`. */
   prediction?: Prediction;
 }
@@ -47,7 +49,26 @@ export interface Prediction {
 export type RateLimitDecisionEvent = CustomEvent<RateLimitDecisionDetail>;
 
 /** A field of an answer that live mode compares: the status (429 or not), then the headers. */
-export type MismatchField = "status" | "limit" | "remaining" | "used" | "retry-after";
+export type MismatchField =
+  | "status"
+  | "limit"
+  | "remaining"
+  | "used"
+  | "retry-after"
+  /** The IETF's RateLimit-Policy `q` and `w` of the limit named after the colon. */
+  | `quota:${string}`
+  /** The IETF's RateLimit `r` and `t` of the limit named after the colon. */
+  | `ratelimit:${string}`;
+
+/** One limit of the IETF's fields, by name: RateLimit-Policy's quota `q`, unit `qu` and window `w`, RateLimit's `r` and `t`; null where left out or unreadable. The model's `t` is undefined where it cannot tell (one limit without `headers`). */
+export interface IetfLimit {
+  name: string;
+  q: number | null;
+  w: number | null;
+  qu?: string | null;
+  r: number | null;
+  t: number | null | undefined;
+}
 
 /** An answer to one press in live mode, the server's or the model's; null where a header was missing or not a whole number. */
 export interface LiveAnswer {
@@ -63,6 +84,8 @@ export interface LiveAnswer {
   group: string | null;
   /** Retry-After in whole seconds, on a 429. */
   retryAfter: number | null;
+  /** The IETF's RateLimit-Policy and RateLimit, limit by limit; the server's is null when it sent neither. */
+  ietf: readonly IetfLimit[] | null;
 }
 
 /** The server's answer to one press in live mode. */
@@ -134,6 +157,8 @@ export class RateLimitDemo extends HTMLElement {
   replay: string | null;
   /** Live mode's URL as written; null when live mode is off. */
   endpoint: string | null;
+  /** The headers view's dialect as written, "esi", "ietf" or "both"; null for no headers view. */
+  headers: string | null;
   /** The `client-id` attribute as written; null for a random id per widget. */
   clientId: string | null;
   /** Predict mode; true adds the attribute, false removes it. */
