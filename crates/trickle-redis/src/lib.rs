@@ -147,6 +147,7 @@ mod fixed;
 mod floating;
 mod keys;
 mod limiter;
+mod runner;
 mod sliding_log;
 mod store;
 mod token_bucket;
