@@ -50,20 +50,21 @@ wasm: setup
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(PKG)/trickle_bg.wasm
 	@printf '*' > $(PKG)/.gitignore
 
-# The replay mode's own WebAssembly (`--features replay`, crates/trickle-wasm/src/replay.rs),
-# www/pkg/trickle_replay*, fetched only by a widget with `replay`: the default module carries
-# none of it. Its own target folder, so that the two feature sets do not rebuild each other.
-WASM_REPLAY_OUT = target/wasm-replay/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
-.PHONY: wasm-replay
-wasm-replay: setup
+# The opt-in modes' own WebAssembly (`--features extras`: crates/trickle-wasm/src/replay.rs
+# and policy.rs), www/pkg/trickle_extras*, fetched only by a widget with `replay` or a
+# `limit` of several limits: the default module carries none of it. Its own target folder,
+# so that the two feature sets do not rebuild each other.
+WASM_EXTRAS_OUT = target/wasm-extras/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
+.PHONY: wasm-extras
+wasm-extras: setup
 	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release \
-		--features replay --target-dir target/wasm-replay
-	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle_replay $(WASM_REPLAY_OUT)
-	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_replay_bg.wasm -o $(PKG)/trickle_replay_bg.wasm
+		--features extras --target-dir target/wasm-extras
+	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle_extras $(WASM_EXTRAS_OUT)
+	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_extras_bg.wasm -o $(PKG)/trickle_extras_bg.wasm
 
 # The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
 # then `npm pack` into target/package/rate-limit-demo-<version>.tgz, the artifact.
-package: wasm wasm-replay
+package: wasm wasm-extras
 	node www/build.mjs
 
 # The docs page as a site a docs author would host: www/'s page beside the files of the
@@ -174,7 +175,7 @@ clippy:
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
-	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release --features replay -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release --features extras -- -D warnings
 	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
 # The public API of each library crate against the last release (the v0.1.0 tag; a clone
@@ -217,14 +218,15 @@ doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis
 
 # The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
-# Chromium; replay mode's (tests/replay.rs, `--features replay`) under Node. The suite names
-# no environment, so the runner picks Node unless WASM_BINDGEN_USE_BROWSER is set.
+# Chromium; the opt-in modes' (tests/replay.rs and tests/policy.rs, `--features extras`)
+# under Node. The suite names no environment, so the runner picks Node unless
+# WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
 	@$(MAKE) --no-print-directory wasm-node-run
 
 wasm-node-run:
 	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web
-	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test replay --features replay
+	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test replay --test policy --features extras
 
 wasm-browser: setup-test
 	@$(MAKE) --no-print-directory wasm-browser-run
@@ -241,7 +243,7 @@ publish-check: package
 	@$(MAKE) --no-print-directory publish-check-run
 
 # The local registry's sources that cargo unpacked on an earlier run are dropped first: cargo
-# keeps them by name and version only, so a crate changed since, still at 0.1.0, would be
+# keeps them by name and version only, so a crate changed since, still at one version, would be
 # verified as it was. The verification builds the packed crates in target/debug, where the
 # doc tests' rustdoc would find a second trickle_core beside the workspace's (E0460): in
 # `make test` it runs after them.
@@ -256,13 +258,17 @@ publish-check-run:
 # (docs/src/clients/, the Rust one built by the test) against a local server that answers 429
 # with Retry-After; the widget's live mode against `trickle serve`: the debug build, which
 # `cargo test` has already made, rather than a release build (over a minute with LTO) that
-# only the tests would use.
+# only the tests would use; then serve's tests that need a tool from setup's
+# tests/recipes/.venv: the IETF fields (http-sf) and the OpenAPI document
+# (openapi-spec-validator).
 e2e: setup-test site docs
 	@$(MAKE) --no-print-directory e2e-run
 
 e2e-run:
 	$(CARGO) build --locked -p trickle-cli
 	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
+	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
+	$(CARGO) test --locked -p trickle-cli --test openapi -- --ignored
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly

@@ -39,13 +39,13 @@ const ALWAYS = [
 ];
 
 /** What a mode's attribute is, where the mode's name alone does not say it. */
-const MODE_ATTRIBUTES = { live: "`endpoint`" };
+const MODE_ATTRIBUTES = { live: "`endpoint`", policy: "a `limit` of several limits" };
 
 /**
  * The modes fetched on first use, each with its files: every dist/*.js that is not one of the
- * package's entries (its manifest's `exports`), and the mode's own WebAssembly beside it,
- * dist/trickle_<mode>_bg.wasm, where it has one (replay mode). www/build.mjs makes one file
- * per dynamic import, so a new mode is measured without an edit here.
+ * package's entries (its manifest's `exports`), and the WebAssembly beside it that the file
+ * fetches, where it fetches one (replay and policy mode, trickle_extras_bg.wasm). www/build.mjs
+ * makes one file per dynamic import, so a new mode is measured without an edit here.
  */
 export function chunks() {
   const manifest = JSON.parse(readFileSync(join(ROOT, "packages", "rate-limit-demo", "package.json"), "utf8"));
@@ -60,8 +60,9 @@ export function chunks() {
     .sort()
     .map((name) => {
       const mode = name.replace(/\.js$/, "");
-      const wasm = `trickle_${mode}_bg.wasm`;
-      return { mode, files: dist.includes(wasm) ? [name, wasm] : [name] };
+      const fetched = readFileSync(join(DIST, name), "utf8").match(/trickle_\w+_bg\.wasm/g) ?? [];
+      const wasm = [...new Set(fetched)].filter((file) => file !== "trickle_bg.wasm" && dist.includes(file));
+      return { mode, files: [name, ...wasm] };
     });
 }
 
@@ -236,9 +237,18 @@ function readable(name) {
 
 export async function sizeFigures() {
   const files = {};
-  const lazy = chunks().flatMap(({ mode, files }) => {
-    const attribute = MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : "";
-    return files.map((name) => [name, `\`${name}\`, only for ${mode} mode${attribute}`, chunkJson(mode)]);
+  // A file several modes fetch (the opt-in modes' WebAssembly) is one row, naming them all.
+  const users = new Map();
+  for (const { mode, files } of chunks()) {
+    for (const name of files) users.set(name, [...(users.get(name) ?? []), mode]);
+  }
+  const lazy = [...users].map(([name, modes]) => {
+    const [mode] = modes;
+    const which =
+      modes.length > 1
+        ? `${modes.slice(0, -1).join(", ")} and ${modes.at(-1)} modes`
+        : `${mode} mode${MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : ""}`;
+    return [name, `\`${name}\`, only for ${which}`, chunkJson(modes[0])];
   });
   for (const [name, , json] of [...ALWAYS.map(([name, label]) => [name, label, "size.json"]), ...lazy]) {
     const row = measured(json).files.find((file) => file.file === name);

@@ -415,10 +415,15 @@ fn a_policy_is_written_as_apis_publish_it() {
 
 #[test]
 fn a_bad_policy_says_what_is_wrong_and_what_is_allowed() {
-    let cases: [(&str, &str); 7] = [
+    let cases: [(&str, &str); 8] = [
         (
             "",
-            "a policy needs at least one limit; write one or more limits separated by spaces, each TOKENS/WINDOW or NAME=TOKENS/WINDOW, as in 10/1s 1000/1h",
+            "limit \"\" has no '/'; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m",
+        ),
+        (
+            // One limit meant, and its own error, not that of a policy of "6" and "/8s".
+            "6 /8s",
+            "limit \"6 /8s\": tokens \"6 \" is not a whole number from 1 to 18446744073709551615; write a limit as TOKENS/WINDOW with a unit ms, s, m or h, as in 6/8s or 150/15m",
         ),
         (
             "10/1s 1000/1x",

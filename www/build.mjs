@@ -135,8 +135,9 @@ while (queue.length) {
 }
 await writeFile(join(OUT, "meta.json"), JSON.stringify(metafiles));
 await copyFile(WASM, join(DIST, "trickle_bg.wasm"));
-// Replay mode's own module, fetched by dist/replay.js alone (`make wasm-replay`).
-await copyFile(join(WWW, "pkg", "trickle_replay_bg.wasm"), join(DIST, "trickle_replay_bg.wasm"));
+// The opt-in modes' own module, fetched by dist/replay.js and dist/policy.js alone (`make
+// wasm-extras`).
+await copyFile(join(WWW, "pkg", "trickle_extras_bg.wasm"), join(DIST, "trickle_extras_bg.wasm"));
 for (const license of ["LICENSE-MIT", "LICENSE-APACHE"]) {
   await copyFile(join(REPO, license), join(PACKAGE, license));
 }

@@ -103,6 +103,12 @@ impl Policy {
         self.limits.get(index).map(|(_, limit)| *limit)
     }
 
+    /// The first limit, as written: a policy's only one, when it holds one.
+    pub fn first(&self) -> Limit {
+        // `new` and `named` refuse an empty policy, and nothing removes a limit.
+        self.limits[0].1
+    }
+
     /// The name of the `index`th limit; empty past the last.
     pub fn name(&self, index: usize) -> &str {
         self.limits.get(index).map_or("", |(name, _)| name.as_str())
@@ -163,33 +169,57 @@ impl FromStr for Policy {
     /// Parses limits separated by spaces (or commas), each `TOKENS/WINDOW` as [`Limit`]
     /// reads it, or `NAME=TOKENS/WINDOW`.
     fn from_str(text: &str) -> Result<Policy, PolicyError> {
-        let mut limits: Vec<(String, Limit)> = Vec::new();
-        for written in text
-            .split(|c: char| c.is_ascii_whitespace() || c == ',')
-            .filter(|part| !part.is_empty())
-        {
-            let (name, limit) = match written.split_once('=') {
-                Some((name, limit)) => {
-                    if !is_name(name) {
-                        return Err(PolicyError::BadName {
-                            name: name.to_string(),
-                        });
-                    }
-                    (Some(name), limit)
-                }
-                None => (None, written),
-            };
-            let limit: Limit = limit.parse().map_err(|error| PolicyError::BadLimit {
-                position: limits.len() + 1,
+        parse_policy(text).map_err(|error| {
+            // At most one '/': one limit was meant, so its own error says best what is
+            // wrong with it ("6 /8s" is no policy of "6" and "/8s").
+            let limit_error = matches!(
                 error,
-            })?;
-            limits.push((name.map_or_else(|| limit.text(), str::to_string), limit));
-        }
-        if limits.is_empty() {
-            return Err(PolicyError::Empty);
-        }
-        Policy::named(limits)
+                PolicyError::Empty | PolicyError::BadLimit { position: 1, .. }
+            );
+            if !limit_error || text.matches('/').count() > 1 {
+                return error;
+            }
+            let written = text.trim();
+            let written = match written.split_once('=') {
+                Some((name, limit)) if is_name(name) => limit,
+                _ => written,
+            };
+            match written.parse::<Limit>() {
+                Err(own) => PolicyError::Limit(own),
+                Ok(_) => error,
+            }
+        })
     }
+}
+
+/// A policy as written, limit by limit.
+fn parse_policy(text: &str) -> Result<Policy, PolicyError> {
+    let mut limits: Vec<(String, Limit)> = Vec::new();
+    for written in text
+        .split(|c: char| c.is_ascii_whitespace() || c == ',')
+        .filter(|part| !part.is_empty())
+    {
+        let (name, limit) = match written.split_once('=') {
+            Some((name, limit)) => {
+                if !is_name(name) {
+                    return Err(PolicyError::BadName {
+                        name: name.to_string(),
+                    });
+                }
+                (Some(name), limit)
+            }
+            None => (None, written),
+        };
+        let limit: Limit = limit.parse().map_err(|error| PolicyError::BadLimit {
+            position: limits.len() + 1,
+            error,
+        })?;
+        limits.push((name.map_or_else(|| limit.text(), str::to_string), limit));
+    }
+    if limits.is_empty() {
+        return Err(PolicyError::Empty);
+    }
+    Policy::named(limits)
 }
 
 impl fmt::Display for Policy {
@@ -206,7 +236,9 @@ pub enum PolicyError {
     Empty,
     /// More than [`Policy::MAX_LIMITS`] limits.
     TooManyLimits,
-    /// The `position`th limit (from 1) is not a limit.
+    /// The one limit written is not a limit.
+    Limit(LimitError),
+    /// The `position`th limit (from 1) of several is not a limit.
     BadLimit { position: usize, error: LimitError },
     /// A name with characters other than `a-z`, `0-9`, `_`, `-`, `.`, not starting with a
     /// letter, or longer than [`Policy::MAX_NAME_LEN`].
@@ -230,6 +262,7 @@ impl PolicyError {
                 .push("a policy holds at most ")
                 .number(Policy::MAX_LIMITS as u64)
                 .push(" limits"),
+            PolicyError::Limit(error) => return error.message(),
             PolicyError::BadLimit { position, error } => {
                 text.push("limit ")
                     .number(*position as u64)

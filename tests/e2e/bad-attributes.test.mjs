@@ -1,5 +1,5 @@
-// The element's attributes, one table each: every bad value of limit, algorithm, cost, costs,
-// compare, algorithms and predict is explained as text in place of the widget, and the text says what is
+// The element's attributes, one table each: every bad value of limit (one limit, or a policy
+// of several), algorithm, cost, costs, compare, algorithms and predict is explained as text in place of the widget, and the text says what is
 // allowed; no markup is parsed, no dialog opens, no NaN shows, nothing is thrown at the page,
 // and the page around it keeps working; a good value brings the widget back. Each value is
 // tried twice: written in the page's HTML, and set later on a working widget.
@@ -40,6 +40,14 @@ const predictLive = (endpoint) =>
   `predict cannot be used with endpoint="${endpoint}": predict mode asks for the widget's own answer before each Hit, live mode shows a server's after it; leave one of them out`;
 /** The message for `algorithms` that names something else. */
 const notAnAlgorithm = (text, name) => `algorithms="${text}": "${name}" is not an algorithm; ${COMPARED}`;
+
+/** Nine limits, one more than a policy may hold. */
+const NINE = "1/1s 2/1s 3/1s 4/1s 5/1s 6/1s 7/1s 8/1s 9/1s";
+/** The message for a bad policy: the core's own, for the attribute as written. */
+const policy = (text, what) => `limit="${text}": ${what}`;
+/** The message for another mode's attribute beside the policy 2/1s 3/4s. */
+const policyWith = (name, why) =>
+  `limit="2/1s 3/4s" is a policy of several limits, and ${name} cannot be used with one: ${why}; leave ${name} out, or write one limit`;
 
 /**
  * One table per attribute. `good` is what makes the widget work again (null removes an
@@ -191,6 +199,30 @@ const TABLES = {
       ],
       // The widget's own checks come first.
       [{ predict: "", limit: "6/8x" }, `limit "6/8x": unknown unit "x"; ${UNITS}`],
+    ],
+  },
+  // A policy of several limits: the core's PolicyError, named by the attribute.
+  policy: {
+    good: { limit: "2/1s 3/4s", algorithm: null, cost: null, compare: null, predict: null, replay: null },
+    rows: [
+      [{ limit: "10/1s 10/1s" }, policy("10/1s 10/1s", 'two limits named "10/1s" in one policy; give each limit its own name, as in burst=10/1s')],
+      [{ limit: NINE }, policy(NINE, "a policy holds at most 8 limits")],
+      [{ limit: "10/1s garbage" }, policy("10/1s garbage", `limit 2 of the policy: limit "garbage" has no '/'; ${LIMIT_FORM}`)],
+      [{ limit: "10/1s 0/1h" }, policy("10/1s 0/1h", "limit 2 of the policy: a limit needs at least 1 token per window, got 0")],
+      [
+        { limit: "Burst=10/1s 1000/1h" },
+        policy("Burst=10/1s 1000/1h", 'limit name "Burst" must be 1 to 32 characters of a-z, 0-9, _, - and ., starting with a letter'),
+      ],
+      [{ limit: `10/1s ${MARKUP}` }, policy(`10/1s ${MARKUP}`, `limit 2 of the policy: limit "<img" has no '/'; ${LIMIT_FORM}`)],
+      // With the other attributes: cost against the smallest limit, the other modes refused.
+      [{ limit: "2/1s 3/4s", cost: "3" }, 'cost "3" is not allowed: use a whole number of tokens from 0 to 2'],
+      [{ limit: "2/1s 3/4s", algorithm: "leaky" }, `unknown algorithm "leaky"; ${ALGORITHMS}`],
+      [{ limit: "2/1s 3/4s", compare: "" }, policyWith("compare", "compare runs one limit through several algorithms")],
+      [{ limit: "2/1s 3/4s", predict: "" }, policyWith("predict", "predict mode asks about one limit")],
+      [
+        { limit: "2/1s 3/4s", replay: "" },
+        policyWith("replay", "replay mode plays a log against one limit, as trickle replay does"),
+      ],
     ],
   },
 };

@@ -109,10 +109,11 @@ describe("the docs page", () => {
   it("loads without a console error and every widget becomes interactive", async () => {
     const { page, problems } = await open(session);
     const ready = await whenReady(page);
-    assert.deepEqual(ready, [true, true, true], "the 6/8s widget, the predict one and the ESI one");
+    assert.deepEqual(ready, [true, true, true, true], "the 6/8s widget, the predict one, the ESI one and the policy");
     assert.equal(await page.locator('#counting rate-limit-demo[limit="6/8s"][predict]').count(), 1);
     assert.equal(await page.locator('#try rate-limit-demo[limit="6/8s"]:not([costs])').count(), 1);
     assert.equal(await page.locator('rate-limit-demo[costs="esi"]').count(), 1);
+    assert.equal(await page.locator('#several-limits rate-limit-demo [part~="policy-limit"]').count(), 2);
     assert.equal(await page.locator("rate-limit-demo[compare]").count(), 0, "compare mode is the docs site's");
     assert.equal(await page.locator("h1").count(), 1);
     assert.deepEqual(problems, []);
@@ -130,7 +131,7 @@ describe("the docs page", () => {
       landmarks: ["header", "nav", "main", "footer"].map((tag) => document.querySelectorAll(tag).length),
       footer: document.querySelector("footer").textContent.replace(/\s+/g, " "),
     }));
-    const order = ["why", "try", "counting", "costs", "headers", "safety-net", "handling-429"];
+    const order = ["why", "try", "counting", "costs", "headers", "several-limits", "safety-net", "handling-429"];
     assert.deepEqual(outline.sections, order.map((id) => ({ id, labelledByItsHeading: true })));
     assert.deepEqual(outline.contents, order.map((id) => `#${id}`));
     assert.equal(outline.levels[0], 1);
@@ -145,14 +146,17 @@ describe("the docs page", () => {
     await close();
   });
 
-  it("asks for nothing deeper than page → module → (WebAssembly, predict mode), and never for compare mode's module", async () => {
+  it("asks for nothing deeper than page → module → (WebAssembly, a mode → its WebAssembly), and never for compare mode's module", async () => {
     // The docs page preloads the wasm, as docs/src/embedding.md advises: it starts with the
     // page. No widget on it is in compare mode, so compare.js is never fetched; its predict
-    // widget fetches predict mode's module.
+    // widget fetches predict mode's module, and its policy widget policy mode's, which
+    // fetches the WebAssembly of the core's policies.
     assert.deepEqual(await requestDepths(session, "index.html"), {
       "rate-limit-demo.js": 1,
       "trickle_bg.wasm": 1,
       "predict.js": 2,
+      "policy.js": 2,
+      "trickle_extras_bg.wasm": 3,
     });
     // The two lines alone: the module asks for the wasm, and nothing else is asked for.
     const twoLines = `<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>t</title>

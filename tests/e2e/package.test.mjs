@@ -57,12 +57,12 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare", "live", "predict", "replay"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "compare", "live", "policy", "predict", "replay"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
       "dist/trickle_bg.wasm",
-      "dist/trickle_replay_bg.wasm",
+      "dist/trickle_extras_bg.wasm",
       "types/index.d.ts",
       "types/element.d.ts",
       "types/limiter.d.ts",

@@ -387,7 +387,7 @@ describe("the replay panel", () => {
       const played = await nextReplay(opened.page);
       await opened.page.locator('rate-limit-demo [part="replay-play"]').click();
       assert.equal((await played()).error, "the input is empty; expected a CSV header line, t_ms,cost or t_ms,status, then one line per request");
-      assert.deepEqual(requested, ["/trickle_replay_bg.wasm"]);
+      assert.deepEqual(requested, ["/trickle_extras_bg.wasm"]);
       assert.equal(await opened.page.evaluate(() => document.querySelector("rate-limit-demo").getAttribute("replay")), "");
       await opened.page.evaluate(() => {
         document.querySelector("rate-limit-demo").replay = null;

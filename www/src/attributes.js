@@ -17,19 +17,26 @@ export function readCompare(text) {
 }
 
 /**
- * The algorithms a widget runs, in the order it shows them: one (`algorithm`, the core's
- * default when left out) or, in compare mode, two or more (`algorithms`, all the core's by
- * default). `known` is the core's list.
+ * The algorithms a widget runs before its mode is made: one (`algorithm`, the core's default
+ * when left out) or, in compare mode, every one of `known`, the core's list, from which
+ * compare mode keeps the ones it shows (readCompared).
  */
 export function readAlgorithms({ compare, algorithm, algorithms }, known) {
-  if (!compare) {
-    if (algorithms !== null) {
-      throw new Error(
-        `algorithms="${algorithms}" picks what compare mode shows: add compare, or write algorithm="…" for one algorithm`,
-      );
-    }
-    return [algorithm ?? known[0]];
+  if (compare) return known;
+  if (algorithms !== null) {
+    throw new Error(
+      `algorithms="${algorithms}" picks what compare mode shows: add compare, or write algorithm="…" for one algorithm`,
+    );
   }
+  return [algorithm ?? known[0]];
+}
+
+/**
+ * The algorithms compare mode shows, in order: two or more (`algorithms`, all the core's by
+ * default; `algorithm`, one, is refused). `known` is the core's list. Read by compare.js, so
+ * that its messages are not in the bundle of a page without compare mode.
+ */
+export function readCompared({ algorithm, algorithms }, known) {
   if (algorithm !== null) {
     throw new Error(
       `algorithm="${algorithm}" cannot be used with compare, which runs several: leave algorithm out and name them in algorithms, e.g. algorithms="floating sliding-log"`,

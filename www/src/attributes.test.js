@@ -4,7 +4,14 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { assertShowable, readAlgorithms, readCompare, readCost, readPredict } from "./attributes.js";
+import {
+  assertShowable,
+  readAlgorithms,
+  readCompare,
+  readCompared,
+  readCost,
+  readPredict,
+} from "./attributes.js";
 
 const KNOWN = ["floating", "sliding-log", "fixed", "token-bucket"];
 const none = { compare: false, algorithm: null, algorithms: null };
@@ -24,10 +31,15 @@ test("one algorithm: the attribute, or the core's default", () => {
   );
 });
 
-test("compare mode: all of the core's, or two or more named once each", () => {
-  const compare = { ...none, compare: true };
-  assert.deepEqual(readAlgorithms(compare, KNOWN), KNOWN);
-  assert.deepEqual(readAlgorithms({ ...compare, algorithms: "fixed, floating" }, KNOWN), [
+test("compare mode: every algorithm runs until the mode keeps the ones it shows", () => {
+  assert.deepEqual(readAlgorithms({ ...none, compare: true }, KNOWN), KNOWN);
+  assert.deepEqual(readAlgorithms({ ...none, compare: true, algorithm: "fixed" }, KNOWN), KNOWN);
+});
+
+test("compare mode shows all of the core's, or two or more named once each", () => {
+  const compared = { algorithm: null, algorithms: null };
+  assert.deepEqual(readCompared(compared, KNOWN), KNOWN);
+  assert.deepEqual(readCompared({ ...compared, algorithms: "fixed, floating" }, KNOWN), [
     "fixed",
     "floating",
   ]);
@@ -37,10 +49,10 @@ test("compare mode: all of the core's, or two or more named once each", () => {
     ["fixed fixed", /names fixed twice/],
     ["fixed", /names one algorithm/],
   ]) {
-    assert.throws(() => readAlgorithms({ ...compare, algorithms }, KNOWN), message, algorithms);
+    assert.throws(() => readCompared({ ...compared, algorithms }, KNOWN), message, algorithms);
   }
   assert.throws(
-    () => readAlgorithms({ ...compare, algorithm: "fixed" }, KNOWN),
+    () => readCompared({ ...compared, algorithm: "fixed" }, KNOWN),
     /cannot be used with compare/,
   );
 });

@@ -5,6 +5,7 @@
 // often the floating window answered differently from the exact sliding log (tally.js).
 
 import { algorithmLabel, algorithmNote } from "./algorithms.js";
+import { readCompared } from "./attributes.js";
 import { html, updateText } from "./dom.js";
 import { count, formatWait, formatWindow, formatTokens, pricingHint } from "./format.js";
 import { createGauge, showGauge } from "./gauge.js";
@@ -19,8 +20,19 @@ const EXPLANATIONS = {
   "wrongly-limited": "The floating window refused a request the exact log let in: wrongly limited.",
 };
 
-/** See modes.js for what the element asks of a mode. */
-export function create({ Limiter, limiters, pricing, single }) {
+/**
+ * See modes.js for what the element asks of a mode. The element made one limiter for every
+ * algorithm of the core's; the ones `algorithms` names are kept, in its order, and the
+ * others freed, so that the attribute's messages stay out of the default bundle.
+ */
+export function create({ Limiter, limiters, pricing, single, attribute }) {
+  const names = readCompared(
+    { algorithm: attribute("algorithm"), algorithms: attribute("algorithms") },
+    Limiter.algorithms,
+  );
+  const shown = names.map((name) => limiters.find((limiter) => limiter.algorithm === name));
+  for (const limiter of limiters) if (!shown.includes(limiter)) limiter.free();
+  limiters.splice(0, limiters.length, ...shown);
   const comparison = new Comparison(Limiter, limiters, pricing);
   single.hide();
   return comparison;

@@ -4,7 +4,7 @@ import { decisionDetail } from "./detail.js";
 import { html, sharedSheet } from "./dom.js";
 import { count, formatWindow, statusLine } from "./format.js";
 import { CostTable, Limiter, load } from "./limiter.js";
-import { arrivedMode, loadMode, modeName } from "./modes.js";
+import { arrivedMode, isPolicy, loadMode, modeName } from "./modes.js";
 import { SingleView } from "./single.js";
 import styles from "./styles.css";
 
@@ -55,7 +55,7 @@ function message(error) {
  * @tagname rate-limit-demo
  * @summary A rate limit a reader can press: the formula with live numbers, the 429 and its Retry-After, the tokens coming back.
  *
- * @attr {string} limit - N tokens per window W, in the form of ESI's `X-Ratelimit-Limit` header: `150/15m`, `6/8s`. ESI's windows are in `m` and `h`; the widget also takes `s` and `ms`. Default `6/8s`.
+ * @attr {string} limit - N tokens per window W, in the form of ESI's `X-Ratelimit-Limit` header: `150/15m`, `6/8s`. ESI's windows are in `m` and `h`; the widget also takes `s` and `ms`. Default `6/8s`. Or a policy: two to eight limits separated by spaces, all of which a request must fit, as APIs publish a burst and a sustained rate (`10/1s 1000/1h`), each optionally named (`burst=10/1s 1000/1h`; names of a-z, 0-9, `_`, `-`, `.`, starting with a letter). A policy shows one row per limit, its formula, tokens left and when they come back, and a 429 names the limit that answered it, with a Retry-After for when every limit fits again; a refused request charges no limit. Decided by the Rust core's `PolicyLimiter`, fetched (with its own WebAssembly module) only by a widget given a policy. Works with `algorithm` (every limit runs it), `cost` (at most the smallest N) and `costs`; not with `compare`, `endpoint`, `predict` or `replay`.
  * @attr {string} algorithm - One of the core's algorithms: `floating` (default), `sliding-log`, `fixed`, `token-bucket`. Not with `compare`.
  * @attr {string} cost - Tokens each Hit spends, a whole number from 0 to N. Default 1. With `costs`, the tokens a request reserves before the server answers: if they do not fit, a 429 that costs nothing.
  * @attr {string} costs - What each response costs, by status: `esi`, EVE Online ESI's costs, or a table such as `200:2 304:1 4xx:5 429:0 5xx:0`. One Hit button per status; after answering, the request is settled at what its status costs (the reserve's difference charged, even past the limit, or refunded), as the Rust core's flow does.
@@ -66,7 +66,7 @@ function message(error) {
  * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched only by a widget that asks for it, and its own WebAssembly module when a log first plays. Not with `compare`, `endpoint` or `predict`. `replay="false"` is off.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
- * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none. In predict mode, with the reader's `prediction` and the score.
+ * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. For a policy, `decisions` has one per limit, each with its `name`, and `allowed`, `status`, `outcome`, `retryAfterMs`, `retryAfter` and `remaining` are the policy's, with `answeredBy`, the name of the limit that answered a 429 (null when allowed), and `policy`, the policy as the core writes it. In live mode, one per answer from the server, with the model's decision, the `server`'s answer and the `mismatches`; a request that got no answer fires none. In predict mode, with the reader's `prediction` and the score.
  * @fires {CustomEvent<RateLimitMismatchDetail>} rate-limit-mismatch - Live mode: the server's answer to a press differs from the model's; bubbles and crosses shadow roots. Its detail names the `fields` that differ (`status`, `limit`, `remaining`, `used`, `retry-after`), with the `server`'s answer, the `model`'s and the `message` the widget shows.
  *
  * @fires {CustomEvent<RateLimitReplayDetail>} rate-limit-replay - Replay mode: a log has been played, or stopped at a row it cannot read; bubbles and crosses shadow roots. Its detail has the counts (`requests`, `allowed`, `denied`, `neverFit`), `firstRefused` (`{ request, tMs }`, or null), `longestWaitMs` (or null), the CLI's `summary` line, and the `error` message (null when the whole log was played).
@@ -108,6 +108,9 @@ function message(error) {
  * @csspart guess - Predict mode: an answer to predict, a toggle button with `aria-pressed` and `data-guess` (`allowed`, `soon`, `later`, `latest`).
  * @csspart score - Predict mode: predictions right so far, of those made.
  * @csspart verdict - Predict mode: in the answer, whether the prediction was right, and where it and the limiter's answer part.
+ * @csspart policy - A policy of several limits: the list of its limits.
+ * @csspart policy-limit - One limit of a policy, with `data-limit` (its name); its `formula`, `previous`, `overlap`, `current`, `used`, `gauge`, `remaining` and `next` parts are as the single limit's.
+ * @csspart answered-by - On a policy's limit: the badge of the limit that answered the last 429.
  * @csspart replay - Replay mode: the log's inputs, its timeline and figures.
  * @csspart replay-file - Replay mode: the file input for a log.
  * @csspart replay-input - Replay mode: the text area a log may be pasted into.
@@ -296,10 +299,7 @@ export class RateLimitDemo extends Base {
     return text !== null && text !== "false";
   }
   set predict(value) {
-    if (value === true || value === "" || value === "true") this.setAttribute("predict", "");
-    else if (value === false || value === null || value === undefined || value === "false") {
-      this.removeAttribute("predict");
-    } else this.setAttribute("predict", String(value));
+    this.#toggle("predict", value);
   }
 
   /** Whether compare mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
@@ -308,10 +308,7 @@ export class RateLimitDemo extends Base {
     return text !== null && text !== "false";
   }
   set compare(value) {
-    if (value === true || value === "" || value === "true") this.setAttribute("compare", "");
-    else if (value === false || value === null || value === undefined || value === "false") {
-      this.removeAttribute("compare");
-    } else this.setAttribute("compare", String(value));
+    this.#toggle("compare", value);
   }
 
   /** The `replay` attribute as written, or null: replay mode is off. @type {string | null} */
@@ -425,6 +422,17 @@ export class RateLimitDemo extends Base {
     return this.#mode !== null;
   }
 
+  /**
+   * Sets a boolean attribute from a property: true (or "", "true") adds it, false (or null,
+   * undefined, "false") removes it, and any other value is written as it is.
+   */
+  #toggle(name, value) {
+    if (value === true || value === "" || value === "true") this.setAttribute(name, "");
+    else if (value === false || value === null || value === undefined || value === "false") {
+      this.removeAttribute(name);
+    } else this.setAttribute(name, String(value));
+  }
+
   #reflect(name, value) {
     if (value === null || value === undefined) this.removeAttribute(name);
     else this.setAttribute(name, String(value));
@@ -450,6 +458,9 @@ export class RateLimitDemo extends Base {
     this.#teardown();
     const attribute = (name) => this.getAttribute(name);
     const limit = this.limit;
+    // A policy's limiter is its mode's, from WebAssembly the default module leaves out; the
+    // mode checks `cost` against its limits and sets it.
+    const policy = isPolicy(limit);
     let limiters = [];
     let table = null;
     let compare;
@@ -459,11 +470,13 @@ export class RateLimitDemo extends Base {
         { compare, algorithm: attribute("algorithm"), algorithms: attribute("algorithms") },
         Limiter.algorithms,
       );
-      for (const algorithm of names) limiters.push(new Limiter({ limit, algorithm }));
-      assertShowable(limiters[0], limit);
+      if (!policy) {
+        for (const algorithm of names) limiters.push(new Limiter({ limit, algorithm }));
+        assertShowable(limiters[0], limit);
+      }
       const costs = attribute("costs");
       if (costs !== null) table = this.#costTable(costs);
-      this.#pricing = { cost: readCost(attribute("cost"), limiters[0].tokens), table };
+      this.#pricing = { cost: policy ? 1 : readCost(attribute("cost"), limiters[0].tokens), table };
     } catch (error) {
       for (const limiter of limiters) limiter.free();
       table?.free();
@@ -488,6 +501,7 @@ export class RateLimitDemo extends Base {
       endpoint: attribute("endpoint"),
       predict: this.predict,
       replay: attribute("replay"),
+      limit,
     });
     const module = arrivedMode(name);
     if (module) {
@@ -526,7 +540,7 @@ export class RateLimitDemo extends Base {
     // A mode's sheet goes when another mode takes over: predict mode's hides a part of plain's.
     this.#root.adoptedStyleSheets = module.sheet ? [baseSheet, module.sheet] : [baseSheet];
     if (mode.element) (mode.place === "answer" ? this.#answer : this.#single.element).after(mode.element);
-    this.#buildHeading(context.limiters[0]);
+    this.#buildHeading(context.limiters[0] ?? mode);
     this.#buildButtons();
     this.#showHint();
     this.#loading.hidden = true;
@@ -562,14 +576,17 @@ export class RateLimitDemo extends Base {
     this.#error.hidden = false;
   }
 
-  /** The limit in words and as written, from the first limiter's numbers, and what runs. */
+  /**
+   * The limit in words and as written, from the first limiter's numbers (or the mode's
+   * headline, for a mode that makes its own limiters), and what runs.
+   */
   #buildHeading({ tokens, windowMs, limit, algorithm }) {
     const { cost, table } = this.#pricing;
     // With costs that vary, a token is no longer a request.
     const unit = table || cost !== 1 ? "token" : "request";
     const perRequest = table || cost === 1 ? "" : ` · each request costs ${count(cost, "token")}`;
     this.#heading.replaceChildren(
-      html("strong", {}, `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
+      html("strong", {}, this.#mode.headline?.(unit) ?? `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
       ` · ${this.#mode.label ?? algorithmLabel(algorithm)}${perRequest} `,
       html("code", { class: "limit-code" }, limit),
     );

@@ -500,15 +500,19 @@ export class LiveSession {
     return { server, raw, problems };
   }
 
-  /** An error the server put in a JSON body ({"error": "…"}), for a message; or "". */
+  /**
+   * What the server said went wrong, for a message: an RFC 9457 problem's `detail` (as
+   * trickle's layer answers), or a JSON body's `error`; or "".
+   */
   async #said(response) {
     if (!/json/i.test(response.headers.get("content-type") ?? "")) {
       response.body?.cancel().catch(() => {});
       return "";
     }
     try {
-      const { error } = JSON.parse(await response.text());
-      return typeof error === "string" ? `It said: ${error.slice(0, 200)}` : "";
+      const { detail, error } = JSON.parse(await response.text());
+      const said = typeof detail === "string" ? detail : error;
+      return typeof said === "string" ? `It said: ${said.slice(0, 200)}` : "";
     } catch {
       return "";
     }

@@ -4,13 +4,14 @@
 // 429 marked, the figures, and the line `trickle replay` prints for the same file. The log's
 // costs are its own (a cost column, or ESI's price for a status), as the CLI's are.
 //
-// Fetched on first use (modes.js). Its own WebAssembly module, trickle_replay_bg.wasm, holds
-// the core's log rules and replay figures, so that the default widget's module carries none
-// of it; it is fetched when a reader first plays a log, and a failure to load it is shown as
-// that play's error. (Not with a top-level await: some bundlers a docs site builds with
-// refuse one in a module they split off.)
+// Fetched on first use (modes.js). The opt-in modes' WebAssembly module,
+// trickle_extras_bg.wasm, holds the core's log rules and replay figures, so that the default
+// widget's module carries none of it; it is fetched when a reader first plays a log, and a
+// failure to load it is shown as that play's error. (Not with a top-level await: some
+// bundlers a docs site builds with refuse one in a module they split off.)
 
-import init, { RawReplay } from "../pkg/trickle_replay.js";
+import { RawReplay } from "../pkg/trickle_extras.js";
+import { loadExtras } from "./extras.js";
 import { html, svg, updateAttribute, updateText } from "./dom.js";
 import { count, formatExactWait } from "./format.js";
 import * as plain from "./plain.js";
@@ -18,20 +19,6 @@ import { binOutcomes, checkReplay, harEntries, isHar, lineChunks } from "./repla
 import replayStyles from "./replay.css";
 
 export const styles = replayStyles;
-
-/** Beside this module in the package, and wherever a bundler copies it. */
-const WASM_URL = new URL("./trickle_replay_bg.wasm", import.meta.url);
-
-let loading = null;
-
-/** Fetches and compiles the replay's WebAssembly once for the page. */
-function loadReplay() {
-  loading ??= init({ module_or_path: fetch(WASM_URL) }).catch((error) => {
-    loading = null;
-    throw new Error(`the replay's WebAssembly (${WASM_URL}) could not load: ${error.message}`);
-  });
-  return loading;
-}
 
 /** Lines (or HAR entries) decided between two looks at the clock. */
 const CHUNK = 1_000;
@@ -228,7 +215,7 @@ class ReplayMode {
     let raw;
     let error = null;
     try {
-      await loadReplay();
+      await loadExtras("replay");
       if (run !== this.#play) return null;
       raw = this.#raw = new RawReplay(this.#limit, this.#algorithm);
       if (isHar(text)) await this.#playHar(raw, text, run);

@@ -582,6 +582,10 @@ fn every_bad_input_gets_a_message_that_says_what_is_allowed() {
         ("NaN limit",         vec!["--limit", "NaN/8s"], ok.into(), 2, tokens("NaN/8s", "NaN")),
         ("Infinity limit",    vec!["--limit", "Infinity/8s"], ok.into(), 2, tokens("Infinity/8s", "Infinity")),
         ("empty limit",       vec!["--limit", ""], ok.into(), 2, format!("invalid --limit: limit \"\" has no '/'; {form}")),
+        ("a bad second limit", vec!["--limit", "2/1s 6/8x"], ok.into(), 2,
+            "invalid --limit: limit 2 of the policy: limit \"6/8x\": unknown unit \"x\"; the unit must be ms, s, m or h, as in 6/8s".into()),
+        ("a policy with --compare", vec!["--limit", "2/1s 6/8s", "--compare", "sliding-log"], ok.into(), 2,
+            "--compare takes one limit, and --limit gives several; give --compare one limit, or replay the policy in process without --compare".into()),
         ("limit beyond u64",  vec!["--limit", "18446744073709551616/8s"], ok.into(), 2, tokens("18446744073709551616/8s", "18446744073709551616")),
         ("window beyond u64", vec!["--limit", "6/18446744073709551616ms"], ok.into(), 2,
             "invalid --limit: limit \"6/18446744073709551616ms\": the window is longer than 18446744073709551615 ms, the longest allowed".into()),
@@ -1001,4 +1005,115 @@ fn the_example_har_replays_as_the_docs_say() {
     ))
     .unwrap();
     assert!(docs.contains(run.stderr.trim_end()));
+}
+
+/// A policy of several limits: every row is the core's `PolicyLimiter` answer for that
+/// request, the first columns of the limit nearest to refusing, then which limit refused
+/// and each limit's own figures; and the summary names the policy.
+#[test]
+fn a_policy_replays_row_by_row_as_the_core_decides() {
+    use trickle_core::{Algorithm, Outcome, Policy, PolicyLimiter};
+
+    let text = "burst=4/1s 20/20s";
+    let policy: Policy = text.parse().unwrap();
+    // A seeded walk: bursts of requests a few ms apart, pauses, costs 1 to 3.
+    let mut seed = 0x2545_f491_u64;
+    let mut next = |bound: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % bound
+    };
+    let (mut log, mut t_ms, mut requests) = (String::from("t_ms,cost\n"), 0u64, Vec::new());
+    for _ in 0..400 {
+        t_ms += if next(8) == 0 {
+            400 + next(3_000)
+        } else {
+            next(60)
+        };
+        let cost = 1 + next(3);
+        log.push_str(&format!("{t_ms},{cost}\n"));
+        requests.push((t_ms, cost));
+    }
+    for algorithm in Algorithm::ALL {
+        let run = trickle(
+            &["replay", "--limit", text, "--algorithm", algorithm.name()],
+            &log,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let mut rows = run.stdout.lines();
+        assert_eq!(
+            rows.next(),
+            Some(
+                "t_ms,cost,allowed,used,remaining,retry_after_ms,answered_by,\
+                 used:burst,remaining:burst,next_token_ms:burst,\
+                 used:20/20s,remaining:20/20s,next_token_ms:20/20s"
+            )
+        );
+        let mut core = PolicyLimiter::with_algorithm(algorithm, policy.clone());
+        let (mut allowed, mut by_burst, mut by_longer) = (0, 0, 0);
+        for (&(t_ms, cost), row) in requests.iter().zip(rows.by_ref()) {
+            let answer = core.hit(t_ms, cost);
+            let nearest = answer.decisions()[answer.nearest()];
+            let wait = match nearest.outcome {
+                Outcome::Allowed => String::new(),
+                Outcome::Denied { retry_after_ms } => retry_after_ms.to_string(),
+                Outcome::ExceedsLimit => "never".to_string(),
+            };
+            let mut expected = format!(
+                "{t_ms},{cost},{},{},{},{wait},{}",
+                answer.is_allowed(),
+                nearest.used,
+                nearest.remaining(),
+                answer.answered_by().map_or("", |index| policy.name(index)),
+            );
+            for (index, own) in answer.decisions().iter().enumerate() {
+                let next = answer
+                    .next_token_ms(index)
+                    .map_or(String::new(), |ms| ms.to_string());
+                expected.push_str(&format!(",{},{},{next}", own.used, own.remaining()));
+            }
+            assert_eq!(row, expected, "{algorithm:?} at {t_ms} ms");
+            allowed += usize::from(answer.is_allowed());
+            by_burst += usize::from(answer.answered_by() == Some(0));
+            by_longer += usize::from(answer.answered_by() == Some(1));
+        }
+        assert_eq!(rows.next(), None, "one row per request");
+        // The walk meets both limits.
+        assert!(
+            by_burst > 0 && by_longer > 0 && allowed > 0,
+            "{algorithm:?}: {allowed} allowed, refused {by_burst} by the burst and \
+             {by_longer} by the longer limit"
+        );
+        assert!(
+            run.stderr.starts_with(&format!(
+                "replayed 400 requests against {text} ({}): {allowed} allowed",
+                algorithm.name()
+            )),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+/// The policy example of docs/src/cli.md, rows and summary, as the binary writes them.
+#[test]
+fn the_policy_example_replays_as_the_docs_say() {
+    let log = "t_ms,cost\n0,1\n100,1\n200,1\n1000,1\n1100,1\n2000,1\n";
+    let args = [
+        "replay",
+        "--limit",
+        "burst=2/1s 4/1h",
+        "--algorithm",
+        "fixed",
+    ];
+    let run = trickle(&args, log);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/cli.md"
+    ))
+    .unwrap();
+    let shown = format!("{}{}", run.stdout, run.stderr);
+    assert!(docs.contains(shown.trim_end()), "{shown}");
 }

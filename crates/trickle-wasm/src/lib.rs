@@ -62,8 +62,10 @@ use trickle_core::{Admission, Algorithm, CostTable, Decision, Limit, Limiter, Ou
 use wasm_bindgen::prelude::*;
 
 mod allocator;
-// Built only into the replay mode's own module (`--features replay`).
-#[cfg(feature = "replay")]
+// Built only into the opt-in modes' own module (`--features extras`).
+#[cfg(feature = "extras")]
+pub mod policy;
+#[cfg(feature = "extras")]
 pub mod replay;
 
 #[global_allocator]

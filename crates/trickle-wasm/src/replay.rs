@@ -1,6 +1,6 @@
 //! The replay of a request log, for `<rate-limit-demo replay>`: built only with the
-//! `replay` feature, into a WebAssembly module of its own (`trickle_replay_bg.wasm`) that
-//! the widget's replay mode fetches, so that the default widget's module carries none of it.
+//! `extras` feature, into the WebAssembly module of the opt-in modes (`trickle_extras_bg.wasm`)
+//! that the widget's replay mode fetches, so that the default widget's module carries none of it.
 //!
 //! The rows' rules and messages and the figures are the core's (`request_log`, `replay`),
 //! the same `trickle replay` uses, so the widget shows the CLI's summary line and its error

@@ -1,12 +1,12 @@
-//! Replay mode's boundary (`--features replay`, `src/replay.rs`), run as WebAssembly under
-//! Node: `wasm-pack test --node -- --features replay --test replay`.
+//! Replay mode's boundary (`--features extras`, `src/replay.rs`), run as WebAssembly under
+//! Node: `wasm-pack test --node -- --features extras --test replay`.
 //!
 //! What crosses is tested here: a CSV log fed in chunks of lines keeps the file's line
 //! numbers and order across chunks, a HAR's entries play in time order a chunk at a time,
 //! each chunk's times and outcome codes, the figures' getters (−1 for none), and a bad row
 //! thrown as an `Error` with the core's message. The rules and figures themselves are the
 //! core's, tested natively (`request_log`, `replay`), and against the CLI end to end.
-#![cfg(all(target_arch = "wasm32", feature = "replay"))]
+#![cfg(all(target_arch = "wasm32", feature = "extras"))]
 
 // The whole binding comes in, and this suite calls only replay's part of it.
 #[allow(dead_code)]

@@ -9,7 +9,7 @@ export { CostTable, Limiter, load } from "./limiter.js";
 export interface RateLimitDecisionDetail extends Decision {
   /** With `costs`, and in live mode, where a request is priced by its answer: the tokens it reserved before it was answered (`cost`, the attribute), 0 on a 429; the `cost` above is what the answer was then charged. Absent otherwise. */
   reserved?: number;
-  /** Each algorithm's decision, in the order shown: one entry, or one per algorithm in compare mode. The fields above are the first entry's. */
+  /** Each algorithm's decision, in the order shown: one entry, or one per algorithm in compare mode; for a policy, one per limit, each also with its `name` and `nextTokenMs` (the ms until it frees one more whole token, null when all are free). The fields above are the first entry's, except those a policy answers for itself (see `answeredBy`). */
   decisions: readonly Decision[];
   /** Presses since the widget was built or reset. */
   presses: number;
@@ -22,6 +22,10 @@ export interface RateLimitDecisionDetail extends Decision {
   server?: ServerAnswer;
   /** Live mode only: the fields where the server and the model differ; empty when they agree. */
   mismatches?: readonly MismatchField[];
+  /** For a policy of several limits: the name of the limit that answered a 429 (the one with the longest wait, or whose cost never fits), null when allowed. `decisions` then has one per limit, each with its `name`, and `allowed`, `status`, `outcome`, `retryAfterMs`, `retryAfter` and `remaining` above are the policy's. */
+  answeredBy?: string | null;
+  /** For a policy: the policy as the core writes it, "burst=10/1s 1000/1h". */
+  policy?: string;
   /** Predict mode only: what the reader predicted for this press (`allowed`, and for a 429 the `wait` range `{ fromMs, toMs }`, above `fromMs` and up to `toMs`, null for no upper end), whether it was `correct`, and the score so far, `right` of `asked`. */
   prediction?: Prediction;
 }

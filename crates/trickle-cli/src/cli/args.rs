@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lexopt::prelude::*;
-use trickle_core::{Algorithm, AlgorithmError, Limit, LimitError};
+use trickle_core::{Algorithm, AlgorithmError, Policy, PolicyError};
 use trickle_tower::{OnFailure, Share, ShareError};
 
 use crate::cli::serve::config::{DEFAULT_MAX_WINDOW, MAX_MAX_WINDOW};
@@ -45,7 +45,8 @@ pub enum Command {
 /// The arguments of `trickle replay`.
 #[derive(Debug)]
 pub struct ReplayArgs {
-    pub limit: Limit,
+    /// One limit, or several decided all or nothing (`--limit "burst=2/1s 6/1h"`).
+    pub policy: Policy,
     pub algorithm: Algorithm,
     /// The reference to compare every decision with (`--compare`), usually the sliding log.
     pub compare: Option<Algorithm>,
@@ -97,7 +98,9 @@ pub enum UsageError {
     /// A second input file: replay reads one log.
     SecondInput(OsString),
     MissingLimit,
-    Limit(LimitError),
+    Limit(PolicyError),
+    /// A policy of several limits with `--compare` or `--redis`, which take one.
+    PolicyWith(&'static str),
     Algorithm(AlgorithmError),
     Compare(AlgorithmError),
     /// The same flag twice: which one was meant is a guess, so do not guess.
@@ -158,6 +161,11 @@ impl fmt::Display for UsageError {
                 "replay needs --limit TOKENS/WINDOW with a unit ms, s, m or h, as in --limit 6/8s"
             ),
             UsageError::Limit(error) => write!(f, "invalid --limit: {error}"),
+            UsageError::PolicyWith(flag) => write!(
+                f,
+                "{flag} takes one limit, and --limit gives several; give {flag} one limit, \
+                 or replay the policy in process without {flag}"
+            ),
             UsageError::Algorithm(error) => write!(f, "invalid --algorithm: {error}"),
             UsageError::Compare(error) => write!(f, "invalid --compare: {error}"),
             UsageError::Repeated(flag) => write!(f, "{flag} is given more than once; give it once"),
@@ -281,12 +289,21 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     if redis.is_some() && compare.is_some() {
         return Err(UsageError::RedisWithCompare);
     }
+    let policy: Policy = limit;
+    if policy.len() > 1 {
+        if compare.is_some() {
+            return Err(UsageError::PolicyWith("--compare"));
+        }
+        if redis.is_some() {
+            return Err(UsageError::PolicyWith("--redis"));
+        }
+    }
     let input = match input {
         Some(path) if path != "-" => Input::Path(PathBuf::from(path)),
         _ => Input::Stdin,
     };
     Ok(Command::Replay(ReplayArgs {
-        limit,
+        policy,
         algorithm,
         compare,
         redis,

@@ -24,7 +24,9 @@ Usage:
 Options:
   --limit TOKENS/WINDOW  The limit: TOKENS per WINDOW, the window a whole number with a
                          unit ms, s, m or h, as ESI writes it: 6/8s, 150/15m, 7/1500ms.
-                         Required. --limit=6/8s works too.
+                         Required. --limit=6/8s works too. Several limits in quotes are
+                         a policy, decided all or nothing: \"10/1s 1000/1h\", a name
+                         before a limit naming it: \"burst=10/1s 1000/1h\" (see Policies).
   --algorithm NAME       {ALGORITHM_NAMES}.
   --compare NAME         Also decide every request with a second algorithm, the
                          reference (usually sliding-log, the exact one), and count where
@@ -75,6 +77,15 @@ Output: CSV on stdout, one line per request, with this header:
   longest retry_after_ms of a denial:
   replayed 120 requests against 6/8s (floating): 100 allowed, 20 denied, 0 never fit;
   first 429 at request 7, t_ms 2100; longest wait 5900 ms
+
+Policies (--limit with several limits):
+  A request is allowed only if every limit has room; a denied one spends in none, and
+  waits until all of them have room. used, remaining and retry_after_ms are those of
+  the limit nearest to refusing (the one that refused, else the one with fewest tokens
+  left); then answered_by names the limit that refused (empty when allowed), and each
+  limit adds used:NAME, remaining:NAME and next_token_ms:NAME, the wait until it frees
+  one more whole token (empty when all are free). Not with --compare or --redis.
+  $ trickle replay --limit \"burst=2/1s 1000/1h\" log.csv
 
 Comparing (--compare NAME):
   Every request goes to both limiters, each with its own state: each answers from what
@@ -129,7 +140,9 @@ Serving (trickle serve):
   body, {\"group\":\"fitting\",\"route\":\"/fittings\",\"status\":200}, behind the rate limit of
   its group, with ESI's flow: a 429 with Retry-After when not 1 token is free, otherwise
   the answer, charged by its status under the group's cost table, and X-Ratelimit-Limit,
-  -Remaining, -Used and -Group on every answer of a limited request.
+  -Remaining, -Used and -Group on every answer of a limited request. GET /openapi.json,
+  never charged, describes every route, its answers and its group's limit (OpenAPI 3.1,
+  the limit in ESI's x-rate-limit extension: one object, or an array for several limits).
 
   --config FILE          The TOML file of route groups and CORS origins (below).
                          Required.
@@ -215,10 +228,12 @@ Serving (trickle serve):
     cors_origins = [\"*\"]      # optional, [\"*\"] by default: the origins whose pages may
                               # call the API and read its rate-limit headers, as
                               # browsers send them: [\"https://docs.example.com\"]
+    headers = \"esi\"           # optional: esi (X-Ratelimit-*, the default), ietf
+                              # (RateLimit-Policy and RateLimit) or both
     [[group]]                 # one or more
     name = \"fitting\"          # sent back in X-Ratelimit-Group
-    limit = \"6/8s\"            # TOKENS/WINDOW, as --limit; the window at most
-                              # --max-window, 744h unless given
+    limit = \"6/8s\"            # TOKENS/WINDOW, or a policy, as --limit; each window
+                              # at most --max-window, 744h unless given
     algorithm = \"floating\"    # optional, as --algorithm; floating by default
     costs = \"esi\"             # optional: STATUS:COST entries for statuses 100 to 599
                               # or classes 1xx to 5xx, as \"2xx:2 3xx:1 4xx:5 429:0

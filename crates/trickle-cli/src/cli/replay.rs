@@ -14,7 +14,7 @@ use std::io::{self, Read, Write};
 use redis::Connection;
 use trickle_core::compare::{Accuracy, Comparison, Verdict};
 use trickle_core::replay::Replay;
-use trickle_core::{Decision, Limiter, Op, Outcome, Store};
+use trickle_core::{Decision, Limiter, Op, Outcome, Policy, PolicyDecision, PolicyLimiter, Store};
 use trickle_redis::{RedisError, RedisStore};
 
 use crate::cli::args::ReplayArgs;
@@ -24,21 +24,37 @@ use crate::cli::redis::{connect, RedisSetupError};
 /// The output's header; the help text shows the same line.
 pub const OUTPUT_HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms";
 
+/// The column a policy of several limits adds after [`OUTPUT_HEADER`]'s, before three per
+/// limit (`used:NAME,remaining:NAME,next_token_ms:NAME`).
+pub const ANSWERED_BY_COLUMN: &str = "answered_by";
+
 /// The columns `--compare` adds after [`OUTPUT_HEADER`]'s.
 pub const REFERENCE_COLUMNS: &str = "reference_allowed,reference_used,disagreement";
 
 /// How a replay went, for the line on stderr after the rows: the core's figures
 /// ([`Replay`], which the docs widget shows for the same log), and the comparison's.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Summary {
+    /// Of a policy of several limits, counted by the policy's answers, each told in the
+    /// words of the limit nearest to refusing.
     pub replay: Replay,
+    /// The policy, when it holds several limits: the summary names it, not one limit.
+    pub policy: Option<Policy>,
     /// With `--compare`: how the reference's answers differed (two more lines).
     pub compared: Option<Accuracy>,
 }
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.replay)?;
+        let line = self.replay.to_string();
+        match &self.policy {
+            Some(policy) => {
+                let one = format!(" against {} (", self.replay.limit);
+                let all = format!(" against {policy} (");
+                write!(f, "{}", line.replacen(&one, &all, 1))?;
+            }
+            None => write!(f, "{line}")?,
+        }
         match &self.compared {
             Some(accuracy) => write!(f, "\n{accuracy}"),
             None => Ok(()),
@@ -76,6 +92,8 @@ impl From<io::Error> for ReplayError {
 /// Redis scripts deciding in one bucket of their own.
 enum Judge {
     Alone(Limiter),
+    /// A policy of several limits, all or nothing.
+    Policy(Box<PolicyLimiter>),
     Compared(Box<Comparison>),
     Redis(Box<RedisStore<Connection>>, String),
 }
@@ -87,28 +105,42 @@ pub fn replay(
     input: impl Read,
     output: &mut impl Write,
 ) -> Result<Summary, ReplayError> {
+    let policy = &args.policy;
+    // The first limit: the only one, but for a policy of several, whose summary is
+    // counted in each answer's nearest limit and names the policy.
+    let limit = policy.first();
     let mut judge = match (&args.redis, args.compare) {
+        _ if policy.len() > 1 => Judge::Policy(Box::new(PolicyLimiter::with_algorithm(
+            args.algorithm,
+            policy.clone(),
+        ))),
         (Some(url), _) => {
             let (store, key) =
-                connect(url, args.algorithm, args.limit).map_err(ReplayError::RedisSetup)?;
+                connect(url, args.algorithm, limit).map_err(ReplayError::RedisSetup)?;
             Judge::Redis(Box::new(store), key)
         }
-        (None, None) => Judge::Alone(Limiter::with_algorithm(args.algorithm, args.limit)),
-        (None, Some(reference)) => Judge::Compared(Box::new(Comparison::new(
-            args.limit,
-            args.algorithm,
-            reference,
-        ))),
+        (None, None) => Judge::Alone(Limiter::with_algorithm(args.algorithm, limit)),
+        (None, Some(reference)) => {
+            Judge::Compared(Box::new(Comparison::new(limit, args.algorithm, reference)))
+        }
     };
     let mut log = RequestLog::new(input)?;
     let mut summary = Summary {
-        replay: Replay::new(args.limit, args.algorithm),
+        replay: Replay::new(limit, args.algorithm),
+        policy: (policy.len() > 1).then(|| policy.clone()),
         compared: None,
     };
 
     match judge {
         Judge::Alone(_) | Judge::Redis(..) => writeln!(output, "{OUTPUT_HEADER}")?,
         Judge::Compared(_) => writeln!(output, "{OUTPUT_HEADER},{REFERENCE_COLUMNS}")?,
+        Judge::Policy(_) => {
+            write!(output, "{OUTPUT_HEADER},{ANSWERED_BY_COLUMN}")?;
+            for (name, _) in policy.iter() {
+                write!(output, ",used:{name},remaining:{name},next_token_ms:{name}")?;
+            }
+            writeln!(output)?;
+        }
     }
     while let Some(request) = log.next_request()? {
         match &mut judge {
@@ -129,6 +161,13 @@ pub fn replay(
                 write_decision(output, request.t_ms, &decision)?;
                 writeln!(output)?;
             }
+            Judge::Policy(limiter) => {
+                let answer = limiter.hit(request.t_ms, request.cost);
+                let nearest = answer.decisions()[answer.nearest()];
+                summary.replay.count(&nearest);
+                write_decision(output, request.t_ms, &nearest)?;
+                write_limits(output, limiter.policy(), &answer)?;
+            }
             Judge::Compared(comparison) => {
                 let verdict = comparison.hit(request.t_ms, request.cost);
                 summary.replay.count(&verdict.approximation);
@@ -141,6 +180,25 @@ pub fn replay(
         summary.compared = Some(comparison.accuracy());
     }
     Ok(summary)
+}
+
+/// `,answered_by` (the name of the limit that refused, empty when allowed), then
+/// `,used,remaining,next_token_ms` of each limit (`next_token_ms` empty when every token of
+/// that limit is free), and the line's end.
+fn write_limits(
+    output: &mut impl Write,
+    policy: &Policy,
+    answer: &PolicyDecision,
+) -> io::Result<()> {
+    let answered_by = answer.answered_by().map_or("", |index| policy.name(index));
+    write!(output, ",{answered_by}")?;
+    for (index, own) in answer.decisions().iter().enumerate() {
+        write!(output, ",{},{},", own.used, own.remaining())?;
+        if let Some(ms) = answer.next_token_ms(index) {
+            write!(output, "{ms}")?;
+        }
+    }
+    writeln!(output)
 }
 
 /// `,reference_allowed,reference_used,disagreement` and the line's end; `disagreement` is

@@ -28,12 +28,13 @@ use trickle_tower::{
 };
 
 use crate::cli::serve::config::{Config, CorsOrigins};
+use crate::cli::serve::openapi;
 
 /// The request header naming the bucket within a group.
 pub const CLIENT_ID: HeaderName = HeaderName::from_static("x-client-id");
 
 /// The longest `X-Client-Id`.
-const MAX_CLIENT_ID: usize = 64;
+pub const MAX_CLIENT_ID: usize = 64;
 
 /// The longest wait `?delay_ms=` may ask for: enough to show a slow handler (and for a test
 /// to stop the server while one runs), short enough that a request which was admitted
@@ -95,6 +96,8 @@ pub fn app<B: Backend>(
             all_routes.push(route.clone());
         }
     }
+    // The document describing the routes, uncharged (the config keeps its path free).
+    router = router.route(openapi::PATH, openapi::route(config));
     let not_found = move |uri: Uri| async move { unknown_route(&uri, &all_routes) };
     let routes = router.fallback(not_found);
     // Around the router as a whole, not each route (Router::layer's way): a preflight is

@@ -34,6 +34,7 @@ use trickle_core::{Algorithm, AlgorithmError, CostTable, Limit, LimitError, Poli
 use trickle_tower::HeaderDialect;
 
 use crate::cli::serve::connections::duration_text;
+use crate::cli::serve::openapi;
 
 /// The longest group name: it is sent back in a header and becomes a Redis key prefix.
 const MAX_GROUP_NAME: usize = 64;
@@ -655,6 +656,9 @@ fn check_route(route: &str) -> Result<(), &'static str> {
     if route.len() > MAX_ROUTE {
         return Err("is longer than 256 characters");
     }
+    if route == openapi::PATH {
+        return Err("is where the server publishes its OpenAPI document, so no group may list it");
+    }
     if rest.is_empty() {
         return Ok(());
     }
@@ -715,8 +719,10 @@ mod tests {
     #[rustfmt::skip]
     #[test]
     fn routes() {
-        let cases: [(&str, bool); 12] = [
+        let cases: [(&str, bool); 14] = [
             ("/", true),
+            ("/openapi.json", false),
+            ("/openapi.jsonx", true),
             ("/fittings", true),
             ("/markets/prices", true),
             ("/v1/a-b_c.d~e", true),

@@ -5,12 +5,14 @@
 //! (so `--listen 127.0.0.1:0` can be used by a test or a script that reads it); everything
 //! else, the layer's warnings among it, is logged to stderr. The connections, their
 //! timeouts and the stop's drain are `connections.rs`'s; the app behind them is `app.rs`'s,
-//! the config file `config.rs`'s and the `/metrics` listener `metrics.rs`'s.
+//! the config file `config.rs`'s, the `/metrics` listener `metrics.rs`'s and the OpenAPI
+//! document `openapi.rs`'s.
 
 pub mod app;
 pub mod config;
 pub mod connections;
 pub mod metrics;
+pub mod openapi;
 
 use std::fmt;
 use std::io::{self, Write};
