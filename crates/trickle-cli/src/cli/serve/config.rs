@@ -174,8 +174,6 @@ pub enum Problem {
     CorsOrigin(String),
     /// `"*"` beside named origins, which it would make pointless.
     CorsAnyAndList,
-    /// A policy of several limits, which `--redis` cannot decide yet.
-    RedisPolicy(String),
     /// A limit the Redis scripts cannot hold exactly (`--redis` only).
     RedisLimit {
         group: String,
@@ -296,11 +294,6 @@ impl fmt::Display for ConfigError {
                 f,
                 "cors_origins lists \"*\" beside other origins; \"*\" allows every origin, \
                  so give it alone, or list only the origins to allow"
-            ),
-            Problem::RedisPolicy(group) => write!(
-                f,
-                "group {group:?}: a limit of several limits is decided in process only; with \
-                 --redis, give the group one limit"
             ),
             Problem::RedisLimit { group, error } => {
                 write!(f, "group {group:?}: {error}")
