@@ -127,6 +127,8 @@ describe("its entries in Node", () => {
         "client-id",
         "predict",
         "replay",
+        "openapi",
+        "route",
       ],
       define: "function",
     });
