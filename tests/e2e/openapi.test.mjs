@@ -13,7 +13,8 @@
 // down, one that refuses the page's origin, a page that is not JSON, a route or method the
 // document lacks, an operation without x-rate-limit, one with bad numbers) is a message in
 // place of the widget, the page unharmed and nothing unhandled; mending the attribute brings
-// the widget back. A page of plain widgets never fetches the document's reader.
+// the widget back. A document that arrives after the attributes changed again is dropped. A
+// page of plain widgets never fetches the document's reader.
 
 import assert from "node:assert/strict";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -61,11 +62,11 @@ const EXPECTED_LOGS = [
 
 let pages = 0;
 
-/** Writes a page holding `body` beside the site, opens it, waits for its widgets. */
-async function openPage(body) {
+/** Writes a page holding `body` beside the site, opens it (with `routes`), waits for its widgets. */
+async function openPage(body, routes = []) {
   const path = `openapi-${++pages}.html`;
   await writeFile(join(root, path), pageWith(body));
-  const opened = await open(session, { path, initScript: recordEvents });
+  const opened = await open(session, { path, initScript: recordEvents, routes });
   opened.ready = await whenReady(opened.page);
   return opened;
 }
@@ -168,6 +169,45 @@ describe("a widget given trickle serve's OpenAPI document", () => {
     // Mended, the note goes.
     await page.evaluate(() => document.getElementById("other").setAttribute("limit", "6/8s"));
     await page.locator('#other [part~="source"]').getByText("The limit of GET /markets/orders").waitFor();
+    await assertClean(opened);
+    await opened.close();
+  });
+});
+
+describe("a document that comes after the attributes changed again", () => {
+  it("is dropped: the widget shows what its attributes say now", async () => {
+    // A document the test holds back until it says so, with another limit for the route.
+    const slow = `${api.url}/held/openapi.json`;
+    let asked;
+    const requested = new Promise((done) => (asked = done));
+    let release;
+    const released = new Promise((done) => (release = done));
+    const hold = async (route) => {
+      asked();
+      await released;
+      const body = { paths: { "/markets/prices": { get: { "x-rate-limit": { "window-size": "1h", "max-tokens": 99 } } } } };
+      await route.fulfill({ contentType: "application/json", headers: { "access-control-allow-origin": "*" }, body: JSON.stringify(body) });
+    };
+    const opened = await openPage(
+      `<rate-limit-demo id="switch" openapi="${api.url}/openapi.json" route="GET /markets/prices"></rate-limit-demo>`,
+      [[slow, hold]],
+    );
+    const { page } = opened;
+    assert.deepEqual(opened.ready, [true]);
+    await page.evaluate((url) => document.getElementById("switch").setAttribute("openapi", url), slow);
+    await requested;
+    await page.evaluate((url) => document.getElementById("switch").setAttribute("openapi", url), `${api.url}/openapi.json`);
+    await page.locator('#switch [part~="panel"]').waitFor();
+    assert.equal(await text(page, "#switch .limit-code"), "6/8s");
+    // A second widget reading the held document is ready only after the first's read of it
+    // has come back: by then, the first has dropped it.
+    await page.evaluate((url) => {
+      document.body.insertAdjacentHTML("beforeend", `<rate-limit-demo id="witness" openapi="${url}" route="GET /markets/prices"></rate-limit-demo>`);
+    }, slow);
+    release();
+    assert.equal(await page.evaluate(() => document.getElementById("witness").ready), true);
+    assert.equal(await text(page, "#witness .limit-code"), "99/1h", "the held document came");
+    assert.equal(await text(page, "#switch .limit-code"), "6/8s", "and the widget that asked before kept what it says now");
     await assertClean(opened);
     await opened.close();
   });
