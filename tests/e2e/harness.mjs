@@ -3,9 +3,12 @@
 // playwright-core (which downloads nothing); and test pages that exist only inside the
 // browser, so that the site stays the one a docs author would copy.
 
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "../../scripts/serve.mjs";
@@ -15,6 +18,9 @@ export const REPO = fileURLToPath(new URL("../..", import.meta.url));
 export const ARTIFACTS = join(REPO, "target", "e2e");
 /** The docs page beside the packed tarball's files, as `make site` lays them out. */
 export const SITE = join(REPO, "target", "site");
+const FIXTURES = join(REPO, "tests", "e2e", "fixtures");
+/** The CLI `make cli` builds; TRICKLE points the tests at another build of it. */
+const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
 
 // Without the background-networking flags, Chromium keeps trying to reach Google's hosts,
 // which this machine's closed network refuses.
@@ -202,4 +208,43 @@ export function widgetLook(page, selector = "rate-limit-demo") {
       luma: 0.2126 * red + 0.7152 * green + 0.0722 * blue,
     };
   });
+}
+
+/**
+ * Starts `trickle serve --config fixtures/<config>` on a free loopback port and resolves to
+ * `{ url, log, stop }` once its first line says where it listens.
+ */
+export async function serveApi(config) {
+  if (!existsSync(TRICKLE)) throw new Error(`${TRICKLE} is missing: run \`make cli\` first`);
+  const child = spawn(
+    TRICKLE,
+    ["serve", "--config", join(FIXTURES, config), "--listen", "127.0.0.1:0"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let log = "";
+  child.stderr.on("data", (chunk) => (log += chunk));
+  const exited = new Promise((done) => child.once("exit", done));
+  const first = await Promise.race([
+    new Promise((done) => createInterface({ input: child.stdout }).once("line", done)),
+    exited.then((code) => {
+      throw new Error(`trickle serve exited (${code}) before listening:\n${log}`);
+    }),
+    new Promise((_, fail) => setTimeout(() => fail(new Error(`trickle serve did not start:\n${log}`)), 10_000)),
+  ]).catch((error) => {
+    child.kill();
+    throw error;
+  });
+  const url = first.match(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)?.[1];
+  if (!url) {
+    child.kill();
+    throw new Error(`trickle serve's first line is not "listening on http://…": ${first}`);
+  }
+  return {
+    url,
+    log: () => log,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
 }

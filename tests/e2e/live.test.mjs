@@ -13,64 +13,19 @@
 // Content-Security-Policy is explained as text, and the page keeps working.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
-import { REPO, SITE, open, pageWith, start, whenReady } from "./harness.mjs";
+import { SITE, open, pageWith, serveApi, start, whenReady } from "./harness.mjs";
 
 // The core from the package, in Node, for a stand-in server whose every moment the test sets.
 const { Limiter, load } = await import(new URL("../../target/site/limiter.js", import.meta.url).href);
 await load();
 
-const FIXTURES = join(REPO, "tests", "e2e", "fixtures");
-/** The CLI `make cli` builds; TRICKLE points the test at another build of it. */
-const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
 const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
-
-/**
- * Starts `trickle serve --config fixtures/<config>` on a free loopback port and resolves to
- * `{ url, stop }` once its first line says where it listens.
- */
-async function serveApi(config) {
-  if (!existsSync(TRICKLE)) throw new Error(`${TRICKLE} is missing: run \`make cli\` first`);
-  const child = spawn(
-    TRICKLE,
-    ["serve", "--config", join(FIXTURES, config), "--listen", "127.0.0.1:0"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let log = "";
-  child.stderr.on("data", (chunk) => (log += chunk));
-  const exited = new Promise((done) => child.once("exit", done));
-  const first = await Promise.race([
-    new Promise((done) => createInterface({ input: child.stdout }).once("line", done)),
-    exited.then((code) => {
-      throw new Error(`trickle serve exited (${code}) before listening:\n${log}`);
-    }),
-    new Promise((_, fail) => setTimeout(() => fail(new Error(`trickle serve did not start:\n${log}`)), 10_000)),
-  ]).catch((error) => {
-    child.kill();
-    throw error;
-  });
-  const url = first.match(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)?.[1];
-  if (!url) {
-    child.kill();
-    throw new Error(`trickle serve's first line is not "listening on http://…": ${first}`);
-  }
-  return {
-    url,
-    log: () => log,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
 
 /** A loopback port nothing listens on: bound, then let go. */
 async function closedPort() {
