@@ -176,6 +176,7 @@ mod token_bucket;
 pub use errors::{RedisError, RedisLimitError};
 pub use exact::MAX_TIME_MS;
 pub use keys::MAX_PREFIX_LEN;
-pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
+pub use limiter::RedisLimiter;
 pub use policy::RedisPolicyLimiter;
+pub use runner::{Clock, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
 pub use store::{RedisPolicyStore, RedisStore};

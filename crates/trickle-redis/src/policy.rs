@@ -9,8 +9,7 @@ use trickle_core::{Algorithm, Limit, Op, Policy, PolicyDecision};
 
 use crate::errors::{RedisError, RedisLimitError};
 use crate::keys;
-use crate::limiter::Clock;
-use crate::runner::{self, Runner, DECISION_LEN};
+use crate::runner::{self, Clock, Runner, DECISION_LEN};
 use crate::sliding_log;
 
 /// What each limit answers: its decision, then whether it frees a next token and when.

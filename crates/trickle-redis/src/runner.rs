@@ -11,8 +11,35 @@ use trickle_core::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
 use crate::exact::MAX_TIME_MS;
-use crate::limiter::{Clock, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
 use crate::{fixed, floating, keys, sliding_log, token_bucket};
+
+/// How long a bucket outlives its usefulness in Redis, in ms. Each script works out when
+/// the state it writes stops counting on the caller's clock (for the floating window the
+/// end of the next window, for the fixed window the end of this one, for the token bucket
+/// the moment it is full again) and expires the key that long after, plus this grace:
+/// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
+/// this much still find it. A reservation's pending record is kept the same way, until
+/// its tokens stop counting, plus this grace.
+pub const EXPIRY_GRACE_MS: u64 = 1_000;
+
+/// How many times [`RedisLimiter`](crate::RedisLimiter) and
+/// [`RedisPolicyLimiter`](crate::RedisPolicyLimiter) send a settle whose outcome is unknown (a timeout, a
+/// connection dropped before the answer) unless
+/// their `with_settle_attempts` says otherwise: 3.
+pub const SETTLE_ATTEMPTS: NonZeroU32 = NonZeroU32::MIN.saturating_add(2);
+
+/// Whose clock a decision is made on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clock {
+    /// The time the caller passes in, as in the core: replays, tests, and servers whose
+    /// clocks are kept in step (NTP). The default.
+    #[default]
+    Caller,
+    /// The Redis server's `TIME`, read inside the script; the time the caller passes is
+    /// ignored. One clock for the whole fleet, whatever the application servers' clocks
+    /// say; see the crate's documentation for what that costs.
+    Server,
+}
 
 const OUTCOME_ALLOWED: u64 = 0;
 const OUTCOME_DENIED: u64 = 1;

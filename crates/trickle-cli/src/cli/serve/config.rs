@@ -34,7 +34,7 @@ use trickle_core::{Algorithm, AlgorithmError, CostTable, Limit, LimitError, Poli
 use trickle_tower::HeaderDialect;
 
 use crate::cli::serve::connections::duration_text;
-use crate::cli::serve::openapi;
+use crate::cli::serve::request::OPENAPI_PATH;
 
 /// The longest group name: it is sent back in a header and becomes a Redis key prefix.
 const MAX_GROUP_NAME: usize = 64;
@@ -649,7 +649,7 @@ fn check_route(route: &str) -> Result<(), &'static str> {
     if route.len() > MAX_ROUTE {
         return Err("is longer than 256 characters");
     }
-    if route == openapi::PATH {
+    if route == OPENAPI_PATH {
         return Err("is where the server publishes its OpenAPI document, so no group may list it");
     }
     if rest.is_empty() {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod connections;
 pub mod metrics;
 pub mod openapi;
+pub mod request;
 
 use std::fmt;
 use std::io::{self, Write};
