@@ -45,6 +45,9 @@ const MODE_ATTRIBUTES = {
   policy: "a `limit` of several limits, or `headers`",
 };
 
+/** Files fetched on first use that are no mode, and the widgets that fetch them. */
+const NOT_MODES = { openapi: "widgets with `openapi` (the limit from an OpenAPI document)" };
+
 /**
  * The modes fetched on first use, each with its files: every dist/*.js that is not one of the
  * package's entries (its manifest's `exports`), and the WebAssembly beside it that the file
@@ -251,7 +254,7 @@ export async function sizeFigures() {
     const which =
       modes.length > 1
         ? `${modes.slice(0, -1).join(", ")} and ${modes.at(-1)} modes`
-        : `${mode} mode${MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : ""}`;
+        : (NOT_MODES[mode] ?? `${mode} mode${MODE_ATTRIBUTES[mode] ? ` (${MODE_ATTRIBUTES[mode]})` : ""}`);
     return [name, `\`${name}\`, only for ${which}`, chunkJson(modes[0])];
   });
   for (const [name, , json] of [...ALWAYS.map(([name, label]) => [name, label, "size.json"]), ...lazy]) {

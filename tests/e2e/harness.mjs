@@ -18,6 +18,9 @@ export const REPO = fileURLToPath(new URL("../..", import.meta.url));
 export const ARTIFACTS = join(REPO, "target", "e2e");
 /** The docs page beside the packed tarball's files, as `make site` lays them out. */
 export const SITE = join(REPO, "target", "site");
+const FIXTURES = join(REPO, "tests", "e2e", "fixtures");
+/** The CLI `make cli` builds; TRICKLE points the tests at another build of it. */
+const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
 
 // Without the background-networking flags, Chromium keeps trying to reach Google's hosts,
 // which this machine's closed network refuses.
@@ -207,18 +210,15 @@ export function widgetLook(page, selector = "rate-limit-demo") {
   });
 }
 
-/** The CLI `make cli` builds; TRICKLE points the test at another build of it. */
-export const TRICKLE = process.env.TRICKLE ?? join(REPO, "target", "release", "trickle");
-
 /**
  * Starts `trickle serve --config fixtures/<config>` on a free loopback port and resolves to
- * `{ url, stop }` once its first line says where it listens.
+ * `{ url, log, stop }` once its first line says where it listens.
  */
 export async function serveApi(config) {
   if (!existsSync(TRICKLE)) throw new Error(`${TRICKLE} is missing: run \`make cli\` first`);
   const child = spawn(
     TRICKLE,
-    ["serve", "--config", join(REPO, "tests", "e2e", "fixtures", config), "--listen", "127.0.0.1:0"],
+    ["serve", "--config", join(FIXTURES, config), "--listen", "127.0.0.1:0"],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let log = "";

@@ -26,6 +26,7 @@ const { Limiter, load } = await import(new URL("../../target/site/limiter.js", i
 await load();
 
 const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
+
 /** A loopback port nothing listens on: bound, then let go. */
 async function closedPort() {
   const server = createServer();

@@ -57,7 +57,7 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare", "live", "policy", "predict", "replay"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "compare", "live", "live-policy", "openapi", "policy", "predict", "replay"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
@@ -127,6 +127,9 @@ describe("its entries in Node", () => {
         "client-id",
         "predict",
         "replay",
+        "headers",
+        "openapi",
+        "route",
       ],
       define: "function",
     });

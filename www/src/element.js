@@ -4,7 +4,7 @@ import { decisionDetail } from "./detail.js";
 import { html, sharedSheet } from "./dom.js";
 import { count, formatWindow, statusLine } from "./format.js";
 import { CostTable, Limiter, load } from "./limiter.js";
-import { arrivedMode, loadMode, modeName } from "./modes.js";
+import { arrivedMode, isPolicy, loadMode, modeName } from "./modes.js";
 import { SingleView } from "./single.js";
 import styles from "./styles.css";
 
@@ -25,6 +25,8 @@ const OBSERVED = [
   "predict",
   "replay",
   "headers",
+  "openapi",
+  "route",
 ];
 /** The property of each attribute: a page may set one before this module has loaded. */
 const PROPERTIES = OBSERVED.map((name) =>
@@ -66,6 +68,8 @@ function message(error) {
  * @attr {boolean} predict - Predict mode: before each Hit the reader predicts the answer, `200 OK` (with `costs`, let through) or a 429 with the wait in one of three ranges (up to W/4, up to W/2, longer), and the Hit reveals the core's answer with whether the prediction was right, the sum that decided it, and the score. A Hit without a prediction sends nothing and asks for one. Works with `algorithm`, `cost` and `costs`; not with `compare`, `endpoint` or `replay`. `predict="false"` is off.
  * @attr {boolean} replay - Replay mode: under the widget, a reader drops, picks or pastes a request log and watches the core play it against the widget's `limit` and `algorithm`, a chunk at a time with a progress bar: a timeline of the requests allowed and refused, the first 429 marked, the counts allowed, denied and never fitting, the longest wait, and the summary line `trickle replay` prints for the same file. Logs are the CLI's CSV (`t_ms,cost`, or `t_ms,status` priced by ESI's table) or a browser's HAR export; a row the replay cannot read is named with the CLI's message and line. The log's own costs are charged, not `cost` or `costs`. Fetched only by a widget that asks for it, and its own WebAssembly module when a log first plays. Not with `compare`, `endpoint` or `predict`. `replay="false"` is off.
  * @attr {string} headers - The headers view: under the widget, the head of the answer each Hit gets, exactly as a server with `trickle serve`'s `headers` setting writes it: `esi`, ESI's `X-Ratelimit-Limit`, `-Remaining` and `-Used` of the limit nearest to refusing; `ietf`, the IETF's `RateLimit-Policy` and `RateLimit` with every limit (draft-ietf-httpapi-ratelimit-headers-11, as Structured Fields); `both`; and `Retry-After` on a 429. Every number is the Rust core's (`trickle_core::ietf`, `PolicyDecision::nearest`). Runs the widget on the core's policy, fetched as a policy is, even for one limit. Works with `limit`, `algorithm`, `cost`, `costs` and `endpoint` (the model's headers); not with `compare`, `predict` or `replay`.
+ * @attr {string} openapi - The URL of the API's OpenAPI document (JSON, absolute or relative to the page), to take the limit from, so that the docs can never show a limit the server does not enforce: the `x-rate-limit` of `route`'s operation, as ESI writes it (`{"group": "market", "window-size": "15m", "max-tokens": 150}`, read as `150/15m`) or, for several limits, an array of such objects each with a `name`, as `trickle serve`'s `/openapi.json` writes it (read as a policy, `burst=2/1s 6/1h`). The widget then runs exactly what `limit` would with that text, in every mode, and says under the heading where its limit came from. `limit` beside it is only checked: if it gives other limits (names and order aside), the widget shows the document's, and says that they differ. `algorithm`, `cost` and `costs` still apply, since a document says those in prose. A document that cannot be fetched (the network, CORS: the server must allow the page's origin), is not JSON, has no such route or method, no `x-rate-limit` or one that is not a limit, is explained in place of the widget. The reader is fetched only by a widget that uses it. Needs `route`.
+ * @attr {string} route - With `openapi`: the operation whose limit to show, a method and a path as the document writes it, `GET /markets/prices`; a path matching one of the document's templates (`GET /markets/10000002/orders` for `/markets/{region_id}/orders`) is found too.
  * @attr {string} client-id - In live mode, the `X-Client-Id` sent, which keys the server's bucket: 1 to 64 visible ASCII characters. Default: a random id per widget, new on every Reset, so that the server's bucket starts empty when the model's does.
  *
  * @fires {CustomEvent<RateLimitDecisionDetail>} rate-limit-decision - One per request; bubbles and crosses shadow roots. Its detail is the core's decision for the first algorithm shown (with `costs`, and in live mode, with the tokens it `reserved` before it was answered), with `decisions` (one per algorithm), `presses` and, when the floating window is compared with the sliding log, `disagreement`, `wronglyAllowed` and `wronglyLimited`. For a policy, `decisions` has one per limit, each with its `name`, and `allowed`, `status`, `outcome`, `retryAfterMs`, `retryAfter` and `remaining` are the policy's, with `answeredBy`, the name of the limit that answered a 429 (null when allowed), and `policy`, the policy as the core writes it. With `headers`, `headers`: the answer's rate-limit headers as `[name, value]` pairs, as the headers view shows them (null without). In live mode, one per answer from the server, with the model's decision, the `server`'s answer (its IETF fields, if any, in `server.ietf`: `{ name, q, w, qu, r, t }` per limit) and the `mismatches`; a request that got no answer fires none. In predict mode, with the reader's `prediction` and the score.
@@ -76,6 +80,7 @@ function message(error) {
  * @csspart panel - The card holding the live widget.
  * @csspart error - The message shown in place of the widget when it cannot run.
  * @csspart heading - The limit in words and as written.
+ * @csspart source - With `openapi`: where the limit came from, a link to the document, and whether `limit` differs from it (then it is also `differs`).
  * @csspart formula - `used = previous × overlap + current` with live numbers (one term for the other algorithms).
  * @csspart previous - The floating window's previous-window count.
  * @csspart overlap - The share of the previous window still inside the sliding window.
@@ -158,6 +163,12 @@ export class RateLimitDemo extends Base {
   /** `{ cost, table }`: what a press spends, or asks to fit, and the cost table, if any. */
   #pricing = { cost: 1, table: null };
   #presses = 0;
+  /**
+   * What `openapi` and `route` say, read by openapi.js for this build: `{ limit, element,
+   * detail }` (the line saying where the limit came from, and the same for a message), or
+   * `{ error }`; null without them.
+   */
+  #spec = null;
   /** Counts rebuilds, so that one waiting for a mode's module knows if it is stale. */
   #generation = 0;
   /** True while the picture changes with time: tokens in use, or hits still sliding left. */
@@ -297,6 +308,22 @@ export class RateLimitDemo extends Base {
     this.#reflect("client-id", value);
   }
 
+  /** The `openapi` attribute as written, or null: the limit is `limit`'s. @type {string | null} */
+  get openapi() {
+    return this.getAttribute("openapi");
+  }
+  set openapi(value) {
+    this.#reflect("openapi", value);
+  }
+
+  /** The `route` attribute as written, or null. @type {string | null} */
+  get route() {
+    return this.getAttribute("route");
+  }
+  set route(value) {
+    this.#reflect("route", value);
+  }
+
   /** Whether predict mode is asked for; setting true or false adds or removes the attribute. @type {boolean} */
   get predict() {
     const text = this.getAttribute("predict");
@@ -422,11 +449,9 @@ export class RateLimitDemo extends Base {
       this.#showError("This rate-limit demo could not load its WebAssembly module.", message(error));
       return false;
     }
-    // Fetched alongside, so that `ready` covers compare and live mode too; #rebuild shows a
-    // failure.
-    await loadMode(modeName(this)).catch(() => {});
     this.#loaded = true;
-    this.#rebuild();
+    // Awaited, so that `ready` covers an OpenAPI document and a mode's module being fetched.
+    await this.#rebuild();
     if (this.#mode && !markedReady) {
       markedReady = true;
       performance.mark("rate-limit-demo:ready");
@@ -463,20 +488,32 @@ export class RateLimitDemo extends Base {
     this.#single.forget();
   }
 
-  /** Builds fresh limiters from the attributes and the panel around them, or shows why not. */
-  #rebuild() {
+  /**
+   * Builds fresh limiters from the attributes and the panel around them, or shows why not.
+   * Returns a promise while it waits for the OpenAPI document or a mode's module. `spec` is
+   * what `openapi` and `route` say, once read (see #spec).
+   */
+  #rebuild(spec = null) {
     if (!this.#loaded) return;
     const generation = ++this.#generation;
     this.#teardown();
-    const attribute = (name) => this.getAttribute(name);
-    const limit = this.limit;
-    // The properties are the attributes, read as modeName expects; a bad `compare` is
-    // refused below, before the name is used.
-    const name = modeName(this);
+    this.#spec = spec;
+    // The document is read first (openapi.js, fetched only by a widget that asks; each
+    // document once for the page), and its limit then stands in for `limit` everywhere.
+    if (!spec && (this.openapi ?? this.route) !== null) {
+      this.#showLoading();
+      return import("./openapi.js")
+        .then((module) => module.fromOpenApi(this))
+        .catch((error) => ({ error: message(error) }))
+        .then((read) => generation === this.#generation && this.#rebuild(read));
+    }
+    if (spec?.error) return this.#showError(spec.error);
+    const attribute = (name) => (spec && name === "limit" ? spec.limit : this.getAttribute(name));
+    const limit = attribute("limit") ?? DEFAULT_LIMIT;
     // A policy's limiter is its mode's (policy or live-policy mode), from WebAssembly the
     // default module leaves out; the mode checks `cost` against its limits and sets it. The
     // headers view's figures come from there too.
-    const policy = name.endsWith("policy");
+    const policy = isPolicy(limit) || attribute("headers") !== null;
     let limiters = [];
     let table = null;
     let compare;
@@ -513,15 +550,21 @@ export class RateLimitDemo extends Base {
       compare: compare,
       host: this.#host,
     };
+    const name = modeName({
+      compare,
+      endpoint: attribute("endpoint"),
+      predict: this.predict,
+      replay: attribute("replay"),
+      limit,
+      headers: attribute("headers"),
+    });
     const module = arrivedMode(name);
     if (module) {
       this.#build(module, context);
       return;
     }
-    // Until the module arrives, the loading note stands in for the old panel.
-    this.#error.hidden = this.#panel.hidden = true;
-    this.#loading.hidden = false;
-    loadMode(name).then(
+    this.#showLoading();
+    return loadMode(name).then(
       (loaded) => {
         if (generation === this.#generation) this.#build(loaded, context);
         else for (const limiter of limiters) limiter.free();
@@ -576,8 +619,17 @@ export class RateLimitDemo extends Base {
     return table;
   }
 
-  /** Shows `text` (and a detail, such as the browser's own error) in place of the widget. */
-  #showError(text, detail) {
+  /** Until a module or a document arrives, the loading note stands in for the old panel. */
+  #showLoading() {
+    this.#error.hidden = this.#panel.hidden = true;
+    this.#loading.hidden = false;
+  }
+
+  /**
+   * Shows `text` (and a detail, such as the browser's own error, or where an OpenAPI
+   * document's limit came from) in place of the widget.
+   */
+  #showError(text, detail = this.#spec?.detail) {
     this.#loading.hidden = true;
     this.#panel.hidden = true;
     const lines = [html("p", {}, text)];
@@ -588,7 +640,8 @@ export class RateLimitDemo extends Base {
 
   /**
    * The limit in words and as written, from the first limiter's numbers (or the mode's
-   * headline, for a mode that makes its own limiters), and what runs.
+   * headline, for a mode that makes its own limiters), and what runs; with `openapi`, where
+   * the limit came from.
    */
   #buildHeading({ tokens, windowMs, limit, algorithm }) {
     const { cost, table } = this.#pricing;
@@ -599,6 +652,7 @@ export class RateLimitDemo extends Base {
       html("strong", {}, this.#mode.headline?.(unit) ?? `${count(tokens, unit)} per ${formatWindow(windowMs)}`),
       ` · ${this.#mode.label ?? algorithmLabel(algorithm)}${perRequest} `,
       html("code", { class: "limit-code" }, limit),
+      this.#spec?.element ?? "",
     );
   }
 

@@ -19,9 +19,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use binary::{client, ConfigFile, Http, Reply, Server};
+use binary::{client, now_ms, wait_inside_windows, ConfigFile, Http, Reply, Server};
 use serde_json::{json, Value};
 use trickle_core::flow::Pricing;
 use trickle_core::ietf::{self, QuotaUnit};
@@ -42,45 +42,6 @@ limit = "burst=2/1s 6/1h"
 algorithm = "fixed"
 routes = ["/pair"]
 "#;
-
-/// No request is sent this close to the end of any of its windows, nor this soon after the
-/// start of one: the server decides a few ms after the test's clock says, and both must
-/// be in the same windows.
-const MARGIN_MS: u64 = 150;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis() as u64
-}
-
-/// Sleeps until `MARGIN_MS` into a window of every limit of `policy` with at least
-/// `needed_ms` of it left.
-fn wait_inside_windows(policy: &Policy, needed_ms: u64) {
-    loop {
-        let now = now_ms();
-        let wait = policy
-            .limits()
-            .map(|limit| {
-                let into = now % limit.window_ms();
-                let left = limit.window_ms() - into;
-                if into < MARGIN_MS {
-                    MARGIN_MS - into
-                } else if left < MARGIN_MS + needed_ms {
-                    left + MARGIN_MS
-                } else {
-                    0
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        if wait == 0 {
-            return;
-        }
-        thread::sleep(Duration::from_millis(wait));
-    }
-}
 
 /// One answer as the server gave it, and the core's for the same request at the two ends
 /// of its round trip.

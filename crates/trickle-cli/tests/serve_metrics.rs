@@ -270,7 +270,7 @@ fn the_fallbacks_decisions_and_breaker_are_scraped() {
     // A bucket another program overwrote: a data error, counted as one, not an outage.
     let mut conn = redis.connect();
     redis::cmd("SET")
-        .arg("{trickle-serve:api:broken}:floating")
+        .arg("{trickle-serve:api:broken}:floating:limit:10/1h")
         .arg("not a bucket")
         .query::<()>(&mut conn)
         .expect("SET");

@@ -13,13 +13,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use binary::{
-    burst, client, counts, trickle, trickle_within, ConfigFile, Counts, Http, Reply, Server,
+    burst, client, counts, now_ms, trickle, trickle_within, wait_inside_windows, ConfigFile,
+    Counts, Http, Reply, Server,
 };
 use common::RedisServer;
 use redis::Commands;
 use trickle_core::flow::{Answer, Pricing};
 use trickle_core::{Admission, Algorithm, FloatingWindow};
-use trickle_redis::RedisLimiter;
+use trickle_redis::RedisPolicyLimiter;
 
 /// One group with a window long enough that no test's requests straddle its end.
 const SHARED: &str = r#"
@@ -62,10 +63,11 @@ fn burst_config(costs: &str) -> ConfigFile {
 /// burst may straddle a minute's edge), read from Redis under the servers' key prefix at
 /// the latest time they decided at: a peek at time 0 on the caller's clock is decided there.
 fn spent_in_redis(redis: &RedisServer, client: &str) -> u128 {
-    let limit = "10/1m".parse().unwrap();
-    let limiter = RedisLimiter::new(Algorithm::Floating, limit, "trickle-serve:burst").unwrap();
+    let policy = "10/1m".parse().unwrap();
+    let limiter =
+        RedisPolicyLimiter::new(Algorithm::Floating, policy, "trickle-serve:burst").unwrap();
     let mut conn = redis.connect();
-    let decision = limiter.peek(&mut conn, client, 0, 0).unwrap();
+    let decision = limiter.peek(&mut conn, client, 0, 0).unwrap().decisions()[0];
     let counters = decision.counters.expect("the floating window's counters");
     counters.previous + counters.current
 }
@@ -176,7 +178,7 @@ fn two_servers_on_one_redis_admit_exactly_what_one_limiter_would() {
     // The bucket is Redis's, under the documented key; another client's is its own.
     let mut conn = redis.connect();
     let exists: bool = conn
-        .exists("{trickle-serve:shared:alternating}:floating")
+        .exists("{trickle-serve:shared:alternating}:floating:limit:10/1h")
         .unwrap();
     assert!(exists);
     let other = http.get(&format!("{}/shared", servers[1].url), &client("other"));
@@ -187,7 +189,7 @@ fn two_servers_on_one_redis_admit_exactly_what_one_limiter_would() {
     let odd = http.get(&format!("{}/shared", servers[0].url), &client("}a:b%"));
     assert_eq!(counts(&odd), (200, Some(8), Some(2)));
     let exists: bool = conn
-        .exists("{trickle-serve:shared:%7Da%3Ab%25}:floating")
+        .exists("{trickle-serve:shared:%7Da%3Ab%25}:floating:limit:10/1h")
         .unwrap();
     assert!(exists);
 }
@@ -295,14 +297,14 @@ routes = ["/fallback"]
 /// The tokens spent in the fallback group's bucket of `client` in Redis, at the latest time
 /// Redis decided at (as [`spent_in_redis`]).
 fn spent_in_fallback_group(redis: &RedisServer, client: &str) -> u128 {
-    let limiter = RedisLimiter::new(
+    let limiter = RedisPolicyLimiter::new(
         Algorithm::Floating,
         "10/1h".parse().unwrap(),
         "trickle-serve:fallback",
     )
     .unwrap();
     let mut conn = redis.connect();
-    let decision = limiter.peek(&mut conn, client, 0, 0).unwrap();
+    let decision = limiter.peek(&mut conn, client, 0, 0).unwrap().decisions()[0];
     let counters = decision.counters.expect("the floating window's counters");
     counters.previous + counters.current
 }
@@ -390,7 +392,10 @@ fn a_key_of_the_wrong_type_gets_500_under_every_rule() {
     let url = url(&redis);
     let mut conn = redis.connect();
     let () = conn
-        .set("{trickle-serve:shared:broken}:floating", "not a bucket")
+        .set(
+            "{trickle-serve:shared:broken}:floating:limit:10/1h",
+            "not a bucket",
+        )
         .unwrap();
     let http = Http::new();
     let rules: [&[&str]; 3] = [
@@ -491,4 +496,84 @@ fn a_redis_that_cannot_be_used_at_startup_is_an_error() {
     );
     assert!(run.stderr.starts_with(&prefix), "{}", run.stderr);
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
+
+/// A group of two limits on one Redis, through two `trickle serve` processes taking turns:
+/// every answer is the core `PolicyLimiter`'s for the same request (its status, the limit
+/// that refused it, each limit's remaining tokens), as if one limiter had stood before both.
+/// Fixed windows make the core's mirror exact, each request sent well inside its windows.
+#[test]
+fn two_servers_on_one_redis_decide_a_policy_as_the_core_does() {
+    use trickle_core::{Op, Policy, PolicyLimiter, Reservation};
+
+    let redis = RedisServer::start();
+    let config = ConfigFile::new(
+        "headers = \"both\"\n[[group]]\nname = \"pair\"\nlimit = \"burst=2/1s 5/1h\"\n\
+         algorithm = \"fixed\"\ncosts = \"2xx:1\"\nroutes = [\"/pair\"]\n",
+    );
+    let url = url(&redis);
+    let servers = [
+        Server::start(&config, &["--redis", &url]),
+        Server::start(&config, &["--redis", &url]),
+    ];
+    let http = Http::new();
+    let policy: Policy = "burst=2/1s 5/1h".parse().unwrap();
+    let mut core = PolicyLimiter::with_algorithm(Algorithm::Fixed, policy.clone());
+    let mut seen = Vec::new();
+    for second in 0..4 {
+        wait_inside_windows(&policy, 300);
+        for turn in 0..3 {
+            let server = &servers[(second + turn) % 2];
+            let sent = now_ms();
+            let reply = http.get(&format!("{}/pair", server.url), &client("both"));
+            // The server's flow, in the core: reserve 1, then settle at what a 2XX costs (1).
+            let ticket = Reservation::new_ticket();
+            let mut answer = core.decide(Op::Reserve { ticket }, sent, 1);
+            if answer.is_allowed() {
+                let reservation = Reservation::from_parts(sent, 1, ticket);
+                answer = core.decide(Op::settle(reservation), sent, 1);
+            }
+            let remaining: Vec<String> = answer
+                .decisions()
+                .iter()
+                .zip(policy.iter())
+                .map(|(own, (name, _))| format!("\"{name}\";r={}", own.remaining()))
+                .collect();
+            let said: Vec<String> = reply
+                .header("ratelimit")
+                .expect("RateLimit")
+                .split(", ")
+                .map(|item| item.split(";t=").next().unwrap().to_string())
+                .collect();
+            assert_eq!(said, remaining, "second {second}, turn {turn}: {reply:?}");
+            let nearest = answer.decisions()[answer.nearest()].remaining().to_string();
+            assert_eq!(reply.header("x-ratelimit-remaining"), Some(&*nearest));
+            let refused_by = answer.answered_by().map(|index| policy.name(index));
+            if reply.status == 429 {
+                let violated = reply.json()["violated-policies"].clone();
+                let names = trickle_core::ietf::violated_policies(&policy, &answer);
+                assert_eq!(violated, serde_json::json!(names), "{reply:?}");
+            }
+            seen.push((reply.status, refused_by));
+        }
+        thread::sleep(Duration::from_millis(1_000 - now_ms() % 1_000));
+    }
+    assert_eq!(
+        seen,
+        [
+            (200, None),
+            (200, None),
+            (429, Some("burst")),
+            (200, None),
+            (200, None),
+            (429, Some("burst")),
+            // The fifth token of the hour, then the hour refuses, whatever the second.
+            (200, None),
+            (429, Some("5/1h")),
+            (429, Some("5/1h")),
+            (429, Some("5/1h")),
+            (429, Some("5/1h")),
+            (429, Some("5/1h")),
+        ]
+    );
 }

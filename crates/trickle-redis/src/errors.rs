@@ -83,8 +83,9 @@ pub enum RedisError {
         attempts: u32,
         error: redis::RedisError,
     },
-    /// The script answered something other than its nine integers: another program
-    /// writes to the same key, or the script and this crate disagree.
+    /// The script answered something other than its integers (nine for each limit, two
+    /// more each for a policy): another program writes to the same key, or the script and
+    /// this crate disagree.
     BadReply { reply: String },
 }
 

@@ -12,70 +12,82 @@
 -- A reservation's tokens count while its window lasts; its pending record expires at the
 -- window's end (plus the grace).
 
-local stored = redis.call('HMGET', KEYS[1], 'current', 'counted', 'seen')
-local current = tonumber(stored[1]) or 0
-local counted = tonumber(stored[2]) or 0
-local seen = tonumber(stored[3]) or 0
+local keys_per_limit = 1
 
-local at = decided_at(seen)
+local function open(keys, tokens, window)
+    local key = keys[1]
+    local stored = redis.call('HMGET', key, 'current', 'counted', 'seen')
+    local current = tonumber(stored[1]) or 0
+    local counted = tonumber(stored[2]) or 0
+    local seen = tonumber(stored[3]) or 0
 
--- The counter belongs to the window of `counted`; in any later window it is empty.
-local elapsed = math.fmod(at, window)
-if counted < at - elapsed then
-    current = 0
-end
+    local at, ahead = decided_at(seen)
 
--- used × W = current × W: at most N × W after hits, at most 2^53 after records.
-local used = current * window
-
--- The counter stops counting when the window of `at` ends, W − e from now.
-local function keep()
-    expire(window - elapsed)
-end
-
-local function save()
-    redis.call('HSET', KEYS[1], 'current', int(current), 'counted', int(at), 'seen', int(at))
-    keep()
-end
-
-if op == 'record' then
-    -- Charged whatever it is, as long as current × W stays exact.
-    if cost > floor_div(EXACT, window) - current then
-        return {3, used, at, 0, now, 0, 0, 0, 0}
+    -- The counter belongs to the window of `counted`; in any later window it is empty.
+    local elapsed = math.fmod(at, window)
+    if counted < at - elapsed then
+        current = 0
     end
-    current = current + cost
-    used = current * window
-    save()
-    return {0, used, at, 0, now, 0, 0, 0, 0}
-end
 
-if op == 'settle' then
-    local settled = settle(reserved_at >= at - elapsed, function(more)
-        -- As a record: current × W stays exact.
-        return more <= floor_div(EXACT, window) - current
-    end, function(sign, tokens)
-        current = changed(current, sign, tokens)
+    -- used × W = current × W: at most N × W after hits, at most 2^53 after records.
+    local used = current * window
+
+    -- The counter stops counting when the window of `at` ends, W − e from now.
+    local function keep()
+        expire(key, window - elapsed, ahead)
+    end
+
+    local function save()
+        redis.call('HSET', key, 'current', int(current), 'counted', int(at), 'seen', int(at))
+        keep()
+    end
+
+    local function charge(more)
+        current = current + more
         used = current * window
         save()
-    end, function()
-        note(seen, at, keep)
-    end)
-    if not settled then
-        return {3, used, at, 0, now, 0, 0, 0, 0}
     end
-    return {0, used, at, 0, now, 0, 0, 0, 0}
-end
 
-local outcome, wait = judge(used), 0
-if outcome == 1 then
+    local bucket = {at = at, ahead = ahead, holds = window - elapsed}
+
+    function bucket.judge(c)
+        return judge(tokens, window, used, c)
+    end
+
     -- Nothing comes back before the window ends, and then everything does.
-    wait = window - elapsed
+    function bucket.wait()
+        return window - elapsed
+    end
+
+    function bucket.used()
+        return used
+    end
+
+    bucket.spend = charge
+    bucket.record = charge
+
+    function bucket.note()
+        note(key, seen, at, keep)
+    end
+
+    -- current × W stays exact.
+    function bucket.fits(more)
+        return more <= floor_div(EXACT, window) - current
+    end
+
+    function bucket.counts()
+        return reserved_at >= at - elapsed
+    end
+
+    function bucket.adjust(sign, amount)
+        current = changed(current, sign, amount)
+        used = current * window
+        save()
+    end
+
+    function bucket.reply(outcome, wait)
+        return {outcome, used, at, wait, now, 0, 0, 0, 0}
+    end
+
+    return bucket
 end
-
-finish(outcome, seen, at, function()
-    current = current + cost
-    used = used + cost * window
-    save()
-end, keep, window - elapsed)
-
-return {outcome, used, at, wait, now, 0, 0, 0, 0}

@@ -11,4 +11,8 @@
 /// when `N × W < 2^53`. A `record` that would take `current × W` past 2^53 is refused.
 pub(crate) const MAX_SCALED: u128 = (1 << 53) - 1;
 
-pub(crate) const SCRIPT: &str = concat!(include_str!("prelude.lua"), include_str!("fixed.lua"));
+pub(crate) const SCRIPT: &str = concat!(
+    include_str!("prelude.lua"),
+    include_str!("fixed.lua"),
+    include_str!("decide.lua")
+);

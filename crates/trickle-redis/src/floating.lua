@@ -12,79 +12,61 @@
 -- before: the core reads a clock that went backwards as the latest time seen, so that
 -- time is part of every later decision.
 
-local stored = redis.call('HMGET', KEYS[1], 'previous', 'current', 'counted', 'seen')
-local previous = tonumber(stored[1]) or 0
-local current = tonumber(stored[2]) or 0
-local counted = tonumber(stored[3]) or 0
-local seen = tonumber(stored[4]) or 0
+local keys_per_limit = 1
 
-local at = decided_at(seen)
+local function open(keys, tokens, window)
+    local key = keys[1]
+    local stored = redis.call('HMGET', key, 'previous', 'current', 'counted', 'seen')
+    local previous = tonumber(stored[1]) or 0
+    local current = tonumber(stored[2]) or 0
+    local counted = tonumber(stored[3]) or 0
+    local seen = tonumber(stored[4]) or 0
 
--- Roll the counters from the window of `counted` to the window of `at`.
-local elapsed = math.fmod(at, window)
-local start = at - elapsed
-if counted < start then
-    if start - counted <= window then
-        previous, current = current, 0
-    else
-        previous, current = 0, 0
-    end
-end
+    local at, ahead = decided_at(seen)
 
--- used × W = previous × (W − e) + current × W: at most 2 × N × W after hits alone, and
--- at most (previous + current) × W ≤ 2^53 after records.
-local used = previous * (window - elapsed) + current * window
-
--- The counters of the window of `at` count until the end of the window after it, 2W − e
--- from now (at most 2^53, as W ≤ 2^52); a write of `seen` alone keeps counters of that
--- window or an earlier one, which stop counting no later.
-local function keep()
-    expire(2 * window - elapsed)
-end
-
-local function save()
-    redis.call('HSET', KEYS[1], 'previous', int(previous), 'current', int(current),
-        'counted', int(at), 'seen', int(at))
-    keep()
-end
-
-if op == 'record' then
-    -- Charged whatever it is, as long as (previous + current) × W stays exact.
-    if cost > floor_div(EXACT, window) - previous - current then
-        return {3, used, at, 0, now, 1, previous, current, elapsed}
-    end
-    current = current + cost
-    used = used + cost * window
-    save()
-    return {0, used, at, 0, now, 1, previous, current, elapsed}
-end
-
-if op == 'settle' then
-    -- The counter that holds the reservation's tokens at `at`, if any still does.
-    local holds_current = reserved_at >= start
-    local holds_previous = not holds_current and start - reserved_at <= window
-    local settled = settle(holds_current or holds_previous, function(more)
-        -- As a record: (previous + current) × W stays exact.
-        return more <= floor_div(EXACT, window) - previous - current
-    end, function(sign, tokens)
-        if holds_current then
-            current = changed(current, sign, tokens)
+    -- Roll the counters from the window of `counted` to the window of `at`.
+    local elapsed = math.fmod(at, window)
+    local start = at - elapsed
+    if counted < start then
+        if start - counted <= window then
+            previous, current = current, 0
         else
-            previous = changed(previous, sign, tokens)
+            previous, current = 0, 0
         end
-        used = previous * (window - elapsed) + current * window
-        save()
-    end, function()
-        note(seen, at, keep)
-    end)
-    if not settled then
-        return {3, used, at, 0, now, 1, previous, current, elapsed}
     end
-    return {0, used, at, 0, now, 1, previous, current, elapsed}
-end
 
-local outcome, wait = judge(used), 0
-if outcome == 1 then
+    -- used × W = previous × (W − e) + current × W: at most 2 × N × W after hits alone, and
+    -- at most (previous + current) × W ≤ 2^53 after records.
+    local function scaled()
+        return previous * (window - elapsed) + current * window
+    end
+    local used = scaled()
+
+    -- The counters of the window of `at` count until the end of the window after it, 2W − e
+    -- from now (at most 2^53, as W ≤ 2^52); a write of `seen` alone keeps counters of that
+    -- window or an earlier one, which stop counting no later.
+    local function keep()
+        expire(key, 2 * window - elapsed, ahead)
+    end
+
+    local function save()
+        redis.call('HSET', key, 'previous', int(previous), 'current', int(current),
+            'counted', int(at), 'seen', int(at))
+        keep()
+    end
+
+    local function charge(more)
+        current = current + more
+        used = used + more * window
+        save()
+    end
+
+    local bucket = {at = at, ahead = ahead, holds = 2 * window - elapsed}
+
+    function bucket.judge(c)
+        return judge(tokens, window, used, c)
+    end
+
     -- The first offset into a window at which `spent` tokens of the window before leave
     -- room for `room` (scaled): W − min(floor(room / spent), W).
     local function first_fit(spent, room)
@@ -94,20 +76,55 @@ if outcome == 1 then
         end
         return window - share
     end
-    if current <= tokens - cost then
-        wait = first_fit(previous, (tokens - current - cost) * window) - elapsed
-        if wait < 0 then
-            wait = 0
+
+    function bucket.wait(c)
+        if current <= tokens - c then
+            local wait = first_fit(previous, (tokens - current - c) * window) - elapsed
+            if wait < 0 then
+                return 0
+            end
+            return wait
         end
-    else
-        wait = (window - elapsed) + first_fit(current, (tokens - cost) * window)
+        return (window - elapsed) + first_fit(current, (tokens - c) * window)
     end
+
+    function bucket.used()
+        return used
+    end
+
+    bucket.spend = charge
+    bucket.record = charge
+
+    function bucket.note()
+        note(key, seen, at, keep)
+    end
+
+    -- (previous + current) × W stays exact.
+    function bucket.fits(more)
+        return more <= floor_div(EXACT, window) - previous - current
+    end
+
+    -- The counter that holds the reservation's tokens at `at`, if any still does.
+    local holds_current = reserved_at >= start
+    local holds_previous = not holds_current and start - reserved_at <= window
+
+    function bucket.counts()
+        return holds_current or holds_previous
+    end
+
+    function bucket.adjust(sign, amount)
+        if holds_current then
+            current = changed(current, sign, amount)
+        else
+            previous = changed(previous, sign, amount)
+        end
+        used = scaled()
+        save()
+    end
+
+    function bucket.reply(outcome, wait)
+        return {outcome, used, at, wait, now, 1, previous, current, elapsed}
+    end
+
+    return bucket
 end
-
-finish(outcome, seen, at, function()
-    current = current + cost
-    used = used + cost * window
-    save()
-end, keep, 2 * window - elapsed)
-
-return {outcome, used, at, wait, now, 1, previous, current, elapsed}

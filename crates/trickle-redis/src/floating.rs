@@ -12,4 +12,8 @@
 /// `(previous + current) × W` past 2^53 is refused.
 pub(crate) const MAX_SCALED: u128 = 1 << 52;
 
-pub(crate) const SCRIPT: &str = concat!(include_str!("prelude.lua"), include_str!("floating.lua"));
+pub(crate) const SCRIPT: &str = concat!(
+    include_str!("prelude.lua"),
+    include_str!("floating.lua"),
+    include_str!("decide.lua")
+);

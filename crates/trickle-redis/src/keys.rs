@@ -68,6 +68,18 @@ pub(crate) fn bucket_key(prefix: &str, key: &str, algorithm: Algorithm) -> Strin
     out
 }
 
+/// The bucket of a policy's limit named `name`: `{PREFIX:KEY}:ALGORITHM:limit:NAME`, in the
+/// same hash tag as every other key of `key`. A limit's name is never escaped: it holds only
+/// `a-z`, `0-9`, `_`, `-`, `.` or a limit's text (`10/1s`), never a `:`, so the name is the
+/// key's last part and no two limits, nor a limit and a [`RedisLimiter`](crate::RedisLimiter)'s
+/// bucket (`{PREFIX:KEY}:ALGORITHM`, its entries and its reservations), share a key.
+pub(crate) fn limit_key(prefix: &str, key: &str, algorithm: Algorithm, name: &str) -> String {
+    let mut out = bucket_key(prefix, key, algorithm);
+    out.push_str(":limit:");
+    out.push_str(name);
+    out
+}
+
 /// Appends `key` to `out` with `%`, `{`, `}` and `:` written as `%25`, `%7B`, `%7D`, `%3A`.
 fn escape_into(out: &mut String, key: &str) {
     let mut rest = key;
@@ -108,6 +120,18 @@ mod tests {
                 "{prefix} {key}"
             );
         }
+    }
+
+    #[test]
+    fn a_policy_limit_is_in_the_keys_hash_tag_under_its_name() {
+        assert_eq!(
+            limit_key("api", "v2:alice", Algorithm::TokenBucket, "burst"),
+            "{api:v2%3Aalice}:token-bucket:limit:burst"
+        );
+        assert_eq!(
+            limit_key("api", "bob", Algorithm::Floating, "1000/1h"),
+            "{api:bob}:floating:limit:1000/1h"
+        );
     }
 
     #[rustfmt::skip]

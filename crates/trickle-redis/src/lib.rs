@@ -6,6 +6,9 @@
 //! script reads the bucket, decides with the core's exact rule, and spends only when the
 //! request is allowed. [`RedisLimiter`] picks the algorithm at run time, as the core's
 //! [`trickle_core::Limiter`]; [`RedisStore`] is the core's [`trickle_core::Store`] over Redis.
+//! [`RedisPolicyLimiter`] and [`RedisPolicyStore`] do the same for a
+//! [`Policy`](trickle_core::Policy) of several limits, all of them in the same one script
+//! call ([below](#policies)).
 //!
 //! Redis runs all four of the core's algorithms, each with `hit`, `peek`, `record`, and
 //! `reserve` then `settle` ([below](#reserve-and-settle)):
@@ -101,6 +104,23 @@
 //! sends settles twice, through a paused server and through a proxy that loses the answer,
 //! and checks the bucket changed once.
 //!
+//! # Policies
+//!
+//! [`RedisPolicyLimiter`] holds a key to every limit of a policy (`burst=10/1s 1000/1h`),
+//! all or nothing, as the core's [`PolicyLimiter`](trickle_core::PolicyLimiter) does, in
+//! one script call: the algorithm's script reads every limit's bucket before writing any,
+//! spends a hit or a reserve in every limit only if every limit has room, and otherwise in
+//! none (the limits that had room are not written at all). There is one script per
+//! algorithm, not one more for policies: each algorithm's Lua reads one limit's bucket, and
+//! the part every script ends with runs the request over the limits it is sent, one for a
+//! [`RedisLimiter`], each of a policy's for a [`RedisPolicyLimiter`].
+//!
+//! Each limit's bucket is `{PREFIX:KEY}:ALGORITHM:limit:NAME`, under the limit's name, and
+//! an admitted reserve writes one pending record for the whole policy,
+//! `{PREFIX:KEY}:ALGORITHM:policy-reservation:TICKET`, deleted by the settle that settles
+//! every limit: all in one hash tag. `tests/policy.rs` runs random policies and traces
+//! through the core and through Redis for all four algorithms.
+//!
 //! # When Redis fails
 //!
 //! Every call returns [`RedisError`] instead of a decision when Redis cannot be reached,
@@ -147,6 +167,8 @@ mod fixed;
 mod floating;
 mod keys;
 mod limiter;
+mod policy;
+mod runner;
 mod sliding_log;
 mod store;
 mod token_bucket;
@@ -154,5 +176,7 @@ mod token_bucket;
 pub use errors::{RedisError, RedisLimitError};
 pub use exact::MAX_TIME_MS;
 pub use keys::MAX_PREFIX_LEN;
-pub use limiter::{Clock, RedisLimiter, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
-pub use store::RedisStore;
+pub use limiter::RedisLimiter;
+pub use policy::RedisPolicyLimiter;
+pub use runner::{Clock, EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
+pub use store::{RedisPolicyStore, RedisStore};

@@ -2,48 +2,16 @@
 //! one Lua script per algorithm, each returning the same nine integers, which this side
 //! turns into the core's own [`Decision`].
 
-use std::num::{NonZeroU32, NonZeroU64};
+use std::num::NonZeroU32;
 
-use redis::{ConnectionLike, Script, ScriptInvocation, Value};
-use trickle_core::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
+use redis::{ConnectionLike, ScriptInvocation};
+use trickle_core::{Algorithm, Decision, Limit, Op};
 
 use crate::errors::{RedisError, RedisLimitError};
-use crate::exact::MAX_TIME_MS;
-use crate::{fixed, floating, keys, sliding_log, token_bucket};
-
-/// How long a bucket outlives its usefulness in Redis, in ms. Each script works out when
-/// the state it writes stops counting on the caller's clock (for the floating window the
-/// end of the next window, for the fixed window the end of this one, for the token bucket
-/// the moment it is full again) and expires the key that long after, plus this grace:
-/// Redis counts the expiry on its own clock, so callers whose clocks run behind by up to
-/// this much still find it. A reservation's pending record is kept the same way, until
-/// its tokens stop counting, plus this grace.
-pub const EXPIRY_GRACE_MS: u64 = 1_000;
-
-/// How many times [`RedisLimiter`] sends a settle whose outcome is unknown (a timeout, a
-/// connection dropped before the answer) unless
-/// [`with_settle_attempts`](RedisLimiter::with_settle_attempts) says otherwise: 3.
-pub const SETTLE_ATTEMPTS: NonZeroU32 = NonZeroU32::MIN.saturating_add(2);
-
-const OUTCOME_ALLOWED: u64 = 0;
-const OUTCOME_DENIED: u64 = 1;
-const OUTCOME_EXCEEDS: u64 = 2;
-/// A `record` or a `settle` that would take the bucket's counts past the integers a Lua
-/// number holds exactly; the script wrote nothing.
-const OUTCOME_OUT_OF_RANGE: u64 = 3;
-
-/// Whose clock a decision is made on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Clock {
-    /// The time the caller passes in, as in the core: replays, tests, and servers whose
-    /// clocks are kept in step (NTP). The default.
-    #[default]
-    Caller,
-    /// The Redis server's `TIME`, read inside the script; the time the caller passes is
-    /// ignored. One clock for the whole fleet, whatever the application servers' clocks
-    /// say; see the crate's documentation for what that costs.
-    Server,
-}
+use crate::runner::{self, Clock, Runner, DECISION_LEN};
+#[cfg(doc)]
+use crate::runner::{EXPIRY_GRACE_MS, SETTLE_ATTEMPTS};
+use crate::{keys, sliding_log};
 
 /// A rate limiter whose buckets live in Redis, one key per bucket, all under one limit,
 /// with the algorithm chosen at run time.
@@ -54,12 +22,8 @@ pub enum Clock {
 /// their Redis Cluster hash tag, so every key one decision touches is in one slot.
 #[derive(Debug, Clone)]
 pub struct RedisLimiter {
-    algorithm: Algorithm,
     limit: Limit,
-    prefix: String,
-    clock: Clock,
-    settle_attempts: NonZeroU32,
-    script: Script,
+    runner: Runner,
 }
 
 impl RedisLimiter {
@@ -75,26 +39,9 @@ impl RedisLimiter {
         limit: Limit,
         prefix: &str,
     ) -> Result<RedisLimiter, RedisLimitError> {
-        if !keys::prefix_is_allowed(prefix) {
-            return Err(RedisLimitError::BadPrefix {
-                prefix: prefix.to_string(),
-            });
-        }
-        let (text, max_scaled) = script(algorithm);
-        if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > max_scaled {
-            return Err(RedisLimitError::TooLarge {
-                algorithm,
-                limit,
-                max_scaled,
-            });
-        }
         Ok(RedisLimiter {
-            algorithm,
             limit,
-            prefix: prefix.to_string(),
-            clock: Clock::Caller,
-            settle_attempts: SETTLE_ATTEMPTS,
-            script: Script::new(text),
+            runner: Runner::new(algorithm, [limit], prefix)?,
         })
     }
 
@@ -113,12 +60,12 @@ impl RedisLimiter {
     /// assert_eq!(RedisLimiter::max_scaled(Algorithm::TokenBucket), (1 << 53) - 1);
     /// ```
     pub fn max_scaled(algorithm: Algorithm) -> u128 {
-        script(algorithm).1
+        runner::script(algorithm).1
     }
 
     /// The same limiter deciding on `clock`.
     pub fn with_clock(mut self, clock: Clock) -> RedisLimiter {
-        self.clock = clock;
+        self.runner.clock = clock;
         self
     }
 
@@ -133,18 +80,18 @@ impl RedisLimiter {
     /// is sent at once on the same connection: the redis crate drops the late answer to
     /// an attempt that timed out, so every attempt reads its own answer.
     pub fn with_settle_attempts(mut self, attempts: NonZeroU32) -> RedisLimiter {
-        self.settle_attempts = attempts;
+        self.runner.settle_attempts = attempts;
         self
     }
 
     /// How many times a settle whose outcome is unknown is sent, in all.
     pub fn settle_attempts(&self) -> NonZeroU32 {
-        self.settle_attempts
+        self.runner.settle_attempts
     }
 
     /// The algorithm every bucket runs.
     pub fn algorithm(&self) -> Algorithm {
-        self.algorithm
+        self.runner.algorithm
     }
 
     /// The limit every bucket is checked against.
@@ -154,7 +101,7 @@ impl RedisLimiter {
 
     /// The clock decisions are made on.
     pub fn clock(&self) -> Clock {
-        self.clock
+        self.runner.clock
     }
 
     /// The Redis key holding `key`'s bucket: `{PREFIX:KEY}:ALGORITHM`, with `%`, `{`, `}`
@@ -175,7 +122,7 @@ impl RedisLimiter {
     /// assert_eq!(v2.redis_key("alice"), "{api:v2:alice}:floating");
     /// ```
     pub fn redis_key(&self, key: &str) -> String {
-        keys::bucket_key(&self.prefix, key, self.algorithm)
+        keys::bucket_key(&self.runner.prefix, key, self.runner.algorithm)
     }
 
     /// Every Redis key `key`'s bucket uses, all in the hash tag `{PREFIX:KEY}` and so in
@@ -185,7 +132,7 @@ impl RedisLimiter {
     /// ([`reservation_key`](RedisLimiter::reservation_key)).
     pub fn redis_keys(&self, key: &str) -> Vec<String> {
         let bucket = self.redis_key(key);
-        match self.algorithm {
+        match self.runner.algorithm {
             Algorithm::SlidingLog => {
                 let entries = sliding_log::entries_key(&bucket);
                 vec![bucket, entries]
@@ -269,15 +216,8 @@ impl RedisLimiter {
         cost: u64,
     ) -> Result<Decision, RedisError> {
         let invocation = self.invocation(key, op, now_ms, cost)?;
-        let (mut attempt, mut unknown) = (1, None);
-        loop {
-            match invocation.invoke::<Value>(conn) {
-                Ok(reply) => return self.read_reply(&reply, op, cost),
-                Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
-            }
-            // send_again ends the loop once `attempt` reaches settle_attempts, a u32.
-            attempt += 1;
-        }
+        let reply = self.runner.send(conn, &invocation, op)?;
+        self.read_reply(&reply, op, cost)
     }
 
     /// [`decide`](RedisLimiter::decide) on an async connection (the `aio` feature): for
@@ -297,47 +237,8 @@ impl RedisLimiter {
         C: redis::aio::ConnectionLike,
     {
         let invocation = self.invocation(key, op, now_ms, cost)?;
-        let (mut attempt, mut unknown) = (1, None);
-        loop {
-            match invocation.invoke_async::<Value>(conn).await {
-                Ok(reply) => return self.read_reply(&reply, op, cost),
-                Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
-            }
-            // send_again ends the loop once `attempt` reaches settle_attempts, a u32.
-            attempt += 1;
-        }
-    }
-
-    /// After attempt number `attempt` (from 1) of `op` failed with `err`: `Ok` to send it
-    /// again, or the error to return. Only a settle is sent again, and only while its
-    /// outcome is unknown; `unknown` keeps the failure that first made it so, which is what
-    /// the error reports (later attempts on a broken connection only say "broken pipe").
-    fn send_again(
-        &self,
-        op: Op,
-        attempt: u32,
-        err: redis::RedisError,
-        unknown: &mut Option<redis::RedisError>,
-    ) -> Result<(), RedisError> {
-        if !matches!(op, Op::Settle { .. }) {
-            return Err(RedisError::Redis(err));
-        }
-        let again = outcome_unknown(&err);
-        let cause = match unknown.take() {
-            Some(first) => first,
-            None if again => err,
-            // The first attempt failed and Redis said why: nothing ran.
-            None => return Err(RedisError::Redis(err)),
-        };
-        if again && attempt < self.settle_attempts.get() {
-            *unknown = Some(cause);
-            Ok(())
-        } else {
-            Err(RedisError::SettleUnknown {
-                attempts: attempt,
-                error: cause,
-            })
-        }
+        let reply = self.runner.send_async(conn, &invocation, op).await?;
+        self.read_reply(&reply, op, cost)
     }
 
     /// The script call for one decision, its arguments checked: the same for the sync and
@@ -349,148 +250,20 @@ impl RedisLimiter {
         now_ms: u64,
         cost: u64,
     ) -> Result<ScriptInvocation<'_>, RedisError> {
-        if self.clock == Clock::Caller && now_ms > MAX_TIME_MS {
-            return Err(RedisError::TimeTooLarge { now_ms });
-        }
-        let tokens = self.limit.tokens();
-        let window_ms = self.limit.window_ms();
-        // A hit, peek or reserve decides every cost above N alike, so the script never sees
-        // a number past 2^53; a record or a settle charges what it is given, and the script
-        // refuses what would leave the exact range.
-        let (name, script_cost, ticket) = match op {
-            Op::Hit => ("hit", cost.min(tokens + 1), None),
-            Op::Peek => ("peek", cost.min(tokens + 1), None),
-            Op::Reserve { ticket } => ("reserve", cost.min(tokens + 1), Some(ticket)),
-            Op::Record if cost > MAX_TIME_MS => {
-                return Err(RedisError::RecordOutOfRange { cost });
-            }
-            Op::Record => ("record", cost, None),
-            Op::Settle {
-                reserved_at_ms,
-                reserved,
-                ticket,
-            } => {
-                // A reservation's time is a decision's, on the clock decisions are made on
-                // (the server's too, with `Clock::Server`), so it is checked on both.
-                if reserved_at_ms > MAX_TIME_MS {
-                    return Err(RedisError::TimeTooLarge {
-                        now_ms: reserved_at_ms,
-                    });
-                }
-                if cost > MAX_TIME_MS || reserved > MAX_TIME_MS {
-                    return Err(RedisError::SettleOutOfRange { reserved, cost });
-                }
-                ("settle", cost, Some(ticket))
-            }
-        };
-        let mut invocation = self.script.key(self.redis_keys(key));
-        if let Some(ticket) = ticket {
-            // The scripts find the pending record last in KEYS, so Redis Cluster sees it.
-            invocation.key(self.reservation_key(key, ticket));
-        }
-        invocation
-            .arg(tokens)
-            .arg(window_ms)
-            .arg(now_ms)
-            .arg(script_cost)
-            .arg(EXPIRY_GRACE_MS)
-            .arg(name)
-            .arg(match self.clock {
-                Clock::Caller => "caller",
-                Clock::Server => "server",
-            });
-        if let Op::Settle {
-            reserved_at_ms,
-            reserved,
-            ..
-        } = op
-        {
-            invocation.arg(reserved_at_ms).arg(reserved);
-        }
-        Ok(invocation)
-    }
-
-    /// The nine integers every script returns: outcome, used × W, the time decided at, the
-    /// wait from that time (for a denial), the caller's time (the server's with
-    /// [`Clock::Server`]), whether counters follow, and previous, current and elapsed.
-    fn read_reply(&self, reply: &Value, op: Op, cost: u64) -> Result<Decision, RedisError> {
-        let [outcome, used, at_ms, wait_ms, now_ms, has_counters, previous, current, elapsed_ms] =
-            integers(reply)?;
-        let outcome = match outcome {
-            OUTCOME_ALLOWED => Outcome::Allowed,
-            // As the core: reported from the caller's clock, so that `now + retry_after_ms`
-            // is the moment even when that clock had gone backwards.
-            OUTCOME_DENIED => Outcome::Denied {
-                retry_after_ms: at_ms
-                    .checked_sub(now_ms)
-                    .ok_or_else(|| bad_reply(reply))?
-                    .saturating_add(wait_ms),
-            },
-            OUTCOME_EXCEEDS => Outcome::ExceedsLimit,
-            OUTCOME_OUT_OF_RANGE => {
-                return Err(match op {
-                    Op::Settle { reserved, .. } => RedisError::SettleOutOfRange { reserved, cost },
-                    _ => RedisError::RecordOutOfRange { cost },
-                })
-            }
-            _ => return Err(bad_reply(reply)),
-        };
-        let window_ms = self.limit.window_ms();
-        // A Limit's window is at least 1 ms.
-        let window = NonZeroU64::new(window_ms).ok_or_else(|| bad_reply(reply))?;
-        Ok(Decision {
-            outcome,
+        self.runner.invocation(
+            self.redis_keys(key),
+            |ticket| self.reservation_key(key, ticket),
+            &[self.limit],
+            op,
+            now_ms,
             cost,
-            limit: self.limit,
-            used: Tokens::new(u128::from(used), window),
-            at_ms,
-            counters: (has_counters == 1).then_some(Counters {
-                previous: u128::from(previous),
-                current: u128::from(current),
-                elapsed_ms,
-                window_ms,
-            }),
-        })
+            false,
+        )
     }
-}
 
-/// The algorithm's script and the largest `N × W` it decides exactly: every algorithm of
-/// the core has one, so a new algorithm does not compile until it has a script too.
-fn script(algorithm: Algorithm) -> (&'static str, u128) {
-    match algorithm {
-        Algorithm::Floating => (floating::SCRIPT, floating::MAX_SCALED),
-        Algorithm::Fixed => (fixed::SCRIPT, fixed::MAX_SCALED),
-        Algorithm::TokenBucket => (token_bucket::SCRIPT, token_bucket::MAX_SCALED),
-        Algorithm::SlidingLog => (sliding_log::SCRIPT, sliding_log::MAX_SCALED),
-    }
-}
-
-/// Whether a failed command may have run: it timed out waiting for the answer, or the
-/// connection broke (before it was sent, or after: nobody can tell which).
-fn outcome_unknown(err: &redis::RedisError) -> bool {
-    err.is_timeout() || err.is_connection_dropped() || err.is_io_error()
-}
-
-/// The script's nine non-negative integers; anything else is a [`RedisError::BadReply`].
-fn integers(reply: &Value) -> Result<[u64; 9], RedisError> {
-    let Value::Array(items) = reply else {
-        return Err(bad_reply(reply));
-    };
-    let mut numbers = [0u64; 9];
-    if items.len() != numbers.len() {
-        return Err(bad_reply(reply));
-    }
-    for (number, item) in numbers.iter_mut().zip(items) {
-        *number = match item {
-            Value::Int(n) => u64::try_from(*n).map_err(|_| bad_reply(reply))?,
-            _ => return Err(bad_reply(reply)),
-        };
-    }
-    Ok(numbers)
-}
-
-fn bad_reply(reply: &Value) -> RedisError {
-    RedisError::BadReply {
-        reply: format!("{reply:?}"),
+    /// The nine integers the script answers for the one limit, as the core's decision.
+    fn read_reply(&self, reply: &redis::Value, op: Op, cost: u64) -> Result<Decision, RedisError> {
+        let numbers = runner::integers(reply, DECISION_LEN)?;
+        runner::decision(&numbers, self.limit, op, cost, reply)
     }
 }

@@ -13,8 +13,11 @@
 /// past 2^53 is refused.
 pub(crate) const MAX_SCALED: u128 = (1 << 53) - 1;
 
-pub(crate) const SCRIPT: &str =
-    concat!(include_str!("prelude.lua"), include_str!("sliding_log.lua"));
+pub(crate) const SCRIPT: &str = concat!(
+    include_str!("prelude.lua"),
+    include_str!("sliding_log.lua"),
+    include_str!("decide.lua")
+);
 
 /// The list of entries beside the bucket's hash `bucket`, in the same hash tag.
 pub(crate) fn entries_key(bucket: &str) -> String {

@@ -1,13 +1,14 @@
-//! The core's [`Store`] over Redis: code written against `Store` (a replay, a middleware)
-//! runs on buckets shared by many machines without changing.
+//! The core's [`Store`] and [`PolicyStore`] over Redis: code written against them (a replay,
+//! a middleware) runs on buckets shared by many machines without changing.
 
 use std::fmt::{self, Write};
 
 use redis::ConnectionLike;
-use trickle_core::{Decision, Limit, Op, Store};
+use trickle_core::{Decision, Limit, Op, Policy, PolicyDecision, PolicyStore, Store};
 
 use crate::errors::RedisError;
 use crate::limiter::RedisLimiter;
+use crate::policy::RedisPolicyLimiter;
 
 /// A [`RedisLimiter`] with the connection it decides on: a [`Store`] whose keys are
 /// anything that can be written as text.
@@ -84,9 +85,75 @@ impl<K: fmt::Display + ?Sized, C: ConnectionLike> Store<K> for RedisStore<C> {
     }
 
     fn decide(&mut self, key: &K, op: Op, now_ms: u64, cost: u64) -> Result<Decision, RedisError> {
-        let mut text = String::new();
-        // Writing to a String cannot fail.
-        let _ = write!(text, "{key}");
-        self.limiter.decide(&mut self.conn, &text, op, now_ms, cost)
+        self.limiter
+            .decide(&mut self.conn, &text(key), op, now_ms, cost)
     }
+}
+
+/// A [`RedisPolicyLimiter`] with the connection it decides on: a [`PolicyStore`] whose keys
+/// are anything that can be written as text.
+///
+/// ```no_run
+/// use trickle_core::{Algorithm, Op, PolicyStore};
+/// use trickle_redis::{RedisPolicyLimiter, RedisPolicyStore};
+///
+/// let policy = "burst=10/1s 1000/1h".parse().unwrap();
+/// let limiter = RedisPolicyLimiter::new(Algorithm::SlidingLog, policy, "api").unwrap();
+/// let conn = redis::Client::open("redis://127.0.0.1/").unwrap().get_connection().unwrap();
+/// let mut store = RedisPolicyStore::new(limiter, conn);
+/// let decision = store.decide("user-42", Op::Hit, 1_700_000_000_000, 1).unwrap();
+/// println!("{}", decision.status());
+/// ```
+#[derive(Debug)]
+pub struct RedisPolicyStore<C> {
+    limiter: RedisPolicyLimiter,
+    conn: C,
+}
+
+impl<C: ConnectionLike> RedisPolicyStore<C> {
+    /// Decides with `limiter`'s scripts on `conn`.
+    pub fn new(limiter: RedisPolicyLimiter, conn: C) -> RedisPolicyStore<C> {
+        RedisPolicyStore { limiter, conn }
+    }
+
+    /// The limiter whose scripts decide.
+    pub fn limiter(&self) -> &RedisPolicyLimiter {
+        &self.limiter
+    }
+
+    /// The connection, for other commands between decisions.
+    pub fn connection(&mut self) -> &mut C {
+        &mut self.conn
+    }
+
+    /// The limiter and the connection, apart again.
+    pub fn into_parts(self) -> (RedisPolicyLimiter, C) {
+        (self.limiter, self.conn)
+    }
+}
+
+impl<K: fmt::Display + ?Sized, C: ConnectionLike> PolicyStore<K> for RedisPolicyStore<C> {
+    type Error = RedisError;
+
+    fn policy(&self) -> &Policy {
+        self.limiter.policy()
+    }
+
+    fn decide(
+        &mut self,
+        key: &K,
+        op: Op,
+        now_ms: u64,
+        cost: u64,
+    ) -> Result<PolicyDecision, RedisError> {
+        self.limiter
+            .decide(&mut self.conn, &text(key), op, now_ms, cost)
+    }
+}
+
+fn text<K: fmt::Display + ?Sized>(key: &K) -> String {
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = write!(text, "{key}");
+    text
 }

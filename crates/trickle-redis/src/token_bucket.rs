@@ -17,5 +17,6 @@ pub(crate) const MAX_SCALED: u128 = (1 << 53) - 1;
 
 pub(crate) const SCRIPT: &str = concat!(
     include_str!("prelude.lua"),
-    include_str!("token_bucket.lua")
+    include_str!("token_bucket.lua"),
+    include_str!("decide.lua")
 );

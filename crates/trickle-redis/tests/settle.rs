@@ -22,40 +22,16 @@ use common::{hold_still, past_exact_range, pttl, stored_log, RedisServer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis::Commands;
-use traces::{check_log_layout, cost, limit, next_ms, record_cost, start_ms, step, Step};
+use traces::{
+    check_log_layout, cost, counts_ms, final_cost, limit, next_ms, record_cost, start_ms, step,
+    Final, Step,
+};
 use trickle_core::state::AnyState;
 use trickle_core::{Algorithm, Limit, Limiter, Op};
 use trickle_redis::{RedisError, RedisLimiter, EXPIRY_GRACE_MS, MAX_TIME_MS};
 
 /// Cases per algorithm, each up to 40 steps; the four tests run side by side.
 const CASES: u32 = 256;
-
-/// A settle's final cost, from the reserve it settles.
-#[derive(Debug, Clone, Copy)]
-enum Final {
-    /// What was reserved: the settle changes no count.
-    Same,
-    /// Nothing: all of the reserve comes back (ESI's 429 and 5XX).
-    Zero,
-    /// This many more tokens than reserved.
-    More(u64),
-    /// This many fewer (not below 0).
-    Less(u64),
-    /// This cost, whatever was reserved: up to 2^53, and past it.
-    Exactly(u64),
-}
-
-impl Final {
-    fn of(self, reserved: u64) -> u64 {
-        match self {
-            Final::Same => reserved,
-            Final::Zero => 0,
-            Final::More(tokens) => reserved.saturating_add(tokens),
-            Final::Less(tokens) => reserved.saturating_sub(tokens),
-            Final::Exactly(cost) => cost,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Action {
@@ -72,16 +48,6 @@ enum Action {
         final_cost: Final,
         twice: bool,
     },
-}
-
-fn final_cost(tokens: u64) -> impl Strategy<Value = Final> {
-    prop_oneof![
-        2 => Just(Final::Same),
-        2 => Just(Final::Zero),
-        3 => (1..=3u64).prop_map(Final::More),
-        3 => (1..=3u64).prop_map(Final::Less),
-        2 => record_cost(tokens).prop_map(Final::Exactly),
-    ]
 }
 
 fn action(limit: Limit) -> impl Strategy<Value = Action> {
@@ -135,20 +101,6 @@ impl Open {
             reserved: self.cost,
             ticket: self.ticket,
         }
-    }
-}
-
-/// How long after its reserve, in ms, a reservation's tokens count (the core's settle
-/// changes nothing from then on): worked out here from the rule in src/algorithms/reservation.rs,
-/// not from the scripts.
-fn counts_ms(algorithm: Algorithm, limit: Limit, at_ms: u64) -> u64 {
-    let window_ms = limit.window_ms();
-    match algorithm {
-        // To the end of the window after the reservation's.
-        Algorithm::Floating => 2 * window_ms - at_ms % window_ms,
-        // To the end of its window.
-        Algorithm::Fixed => window_ms - at_ms % window_ms,
-        Algorithm::SlidingLog | Algorithm::TokenBucket => window_ms,
     }
 }
 

@@ -1,7 +1,8 @@
 //! `decide_async` sends a settle again as `decide` does, on the connection trickle-tower's
 //! Redis backend uses, the [`ConnectionManager`]: after a timeout on the same connection,
 //! and after a connection dropped mid-reply on the one it reconnects. Either way the bucket
-//! changes once, as the core's settle changes it once. Runs with the `aio` feature
+//! changes once, as the core's settle changes it once; for a policy, every limit does. Runs
+//! with the `aio` feature
 //! (`cargo test -p trickle-redis --features aio`, or the workspace's `make unit`).
 
 #![cfg(feature = "aio")]
@@ -13,8 +14,9 @@ use std::time::Duration;
 
 use common::{limit, script_runs, LosingProxy, RedisServer};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use trickle_core::{Algorithm, Limiter, Op};
-use trickle_redis::RedisLimiter;
+use trickle_core::flow::policy_reservation;
+use trickle_core::{Algorithm, Limiter, Op, Policy, PolicyLimiter};
+use trickle_redis::{RedisLimiter, RedisPolicyLimiter};
 
 const ALGORITHMS: [Algorithm; 4] = [
     Algorithm::Floating,
@@ -87,6 +89,44 @@ fn an_async_settle_whose_answer_is_lost_is_sent_again_and_applies_once() {
             assert_eq!(settled, core.decide(settle, 1_500, 5), "{algorithm}");
             let peeked = redis.peek(&mut direct, "k", 1_500, 0).unwrap();
             assert_eq!(peeked, core.peek(1_500, 0), "{algorithm}");
+        }
+    });
+}
+
+#[test]
+fn a_policys_async_settle_whose_answer_is_lost_is_sent_again_and_applies_once() {
+    let server = RedisServer::start_tcp();
+    let proxy = LosingProxy::new(&server);
+    let mut direct = server.connect();
+    let policy: Policy = "burst=3/1s 6/8s".parse().unwrap();
+    runtime().block_on(async {
+        let client = redis::Client::open(proxy.address()).unwrap();
+        let mut conn = ConnectionManager::new(client).await.unwrap();
+        for algorithm in ALGORITHMS {
+            let redis = RedisPolicyLimiter::new(algorithm, policy.clone(), "lost-policy").unwrap();
+            let mut core = PolicyLimiter::with_algorithm(algorithm, policy.clone());
+            for t in [0, 100] {
+                let decision = redis.decide_async(&mut conn, "k", Op::Hit, t, 1).await;
+                assert_eq!(decision.unwrap(), core.hit(t, 1), "{algorithm}");
+            }
+            let reserve = Op::Reserve { ticket: 53 };
+            let decision = redis.decide_async(&mut conn, "k", reserve, 2_000, 2).await;
+            let decision = decision.unwrap_or_else(|err| panic!("{algorithm}: {err}"));
+            assert_eq!(decision, core.decide(reserve, 2_000, 2), "{algorithm}");
+            let settle = Op::settle(policy_reservation(&decision, 53).expect("admitted"));
+            let runs = script_runs(&mut direct);
+            proxy.lose_next_answer();
+            let settled = redis
+                .decide_async(&mut conn, "k", settle, 2_500, 4)
+                .await
+                .unwrap_or_else(|err| panic!("{algorithm}: {err}"));
+            assert!(proxy.lost(), "{algorithm}");
+            // The first copy settled both limits and its answer was lost; the second found
+            // the one pending record gone and changed neither.
+            assert_eq!(script_runs(&mut direct), runs + 2, "{algorithm}");
+            assert_eq!(settled, core.decide(settle, 2_500, 4), "{algorithm}");
+            let peeked = redis.peek(&mut direct, "k", 2_500, 0).unwrap();
+            assert_eq!(peeked, core.peek(2_500, 0), "{algorithm}");
         }
     });
 }

@@ -40,7 +40,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use trickle_core::{Algorithm, Limit, Policy};
-use trickle_redis::RedisLimiter;
+use trickle_redis::RedisPolicyLimiter;
 use trickle_tower::{InProcess, RateLimitLayer, Rejection, Subject};
 
 /// The load shapes: how many connections send at once.
@@ -135,8 +135,9 @@ fn start(
             let conn = runtime
                 .block_on(redis::aio::ConnectionManager::new(client))
                 .map_err(|err| err.to_string())?;
-            let limiter = RedisLimiter::new(Algorithm::Floating, limit, "bench")
-                .map_err(|err| err.to_string())?;
+            let limiter =
+                RedisPolicyLimiter::new(Algorithm::Floating, Policy::single(limit), "bench")
+                    .map_err(|err| err.to_string())?;
             router.layer(RateLimitLayer::new(
                 trickle_tower::Redis::new(conn).with_group("bench", limiter),
                 subject,

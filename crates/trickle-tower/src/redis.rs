@@ -7,33 +7,35 @@ use std::future::Future;
 
 use redis::aio::ConnectionManager;
 use trickle_core::{Op, Policy, PolicyDecision};
-use trickle_redis::{RedisError, RedisLimiter};
+use trickle_redis::{RedisError, RedisPolicyLimiter};
 
 use crate::backend::{Backend, InProcess, UnknownGroup};
 use crate::failure::Failure;
 use crate::fallback::Fallback;
 use crate::share::{Share, ShareError};
 
-/// Each group a [`RedisLimiter`] (its algorithm, limit and key prefix), all on one
-/// connection. The [`ConnectionManager`] multiplexes the requests in flight over it and
+/// Each group a [`RedisPolicyLimiter`] (its algorithm, its policy of one limit or several,
+/// and its key prefix), all on one connection: one script call decides every limit of a
+/// request's group. The [`ConnectionManager`] multiplexes the requests in flight over it and
 /// reconnects after Redis comes back; while Redis is away every decision is an error, which
 /// the layer's [`OnFailure`](crate::OnFailure) turns into a pass or a 503, unless the
 /// backend is wrapped in a [`Fallback`] ([`Redis::fallback`]). A data error (a key of the
 /// wrong type, a script error) is no outage: the layer answers it 500 whatever the rule
 /// ([`RedisError::is_outage`]). An
 /// [`Op::Settle`] whose outcome is unknown is sent again by the limiter itself
-/// ([`RedisLimiter::with_settle_attempts`]), on the connection the manager reconnects, and
+/// ([`RedisPolicyLimiter::with_settle_attempts`]), on the connection the manager reconnects, and
 /// applies once however often it is sent; an [`Op::Reserve`] is sent once.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use trickle_core::Algorithm;
-/// use trickle_redis::{Clock, RedisLimiter};
+/// use trickle_redis::{Clock, RedisPolicyLimiter};
 /// use trickle_tower::Redis;
 ///
 /// let client = redis::Client::open("redis://127.0.0.1/")?;
 /// let conn = redis::aio::ConnectionManager::new(client).await?;
-/// let fitting = RedisLimiter::new(Algorithm::Floating, "6/8s".parse()?, "api:fitting")?
+/// let policy = "burst=2/1s 6/8s".parse()?;
+/// let fitting = RedisPolicyLimiter::new(Algorithm::Floating, policy, "api:fitting")?
 ///     .with_clock(Clock::Server);
 /// let backend = Redis::new(conn).with_group("fitting", fitting);
 /// # let _ = backend;
@@ -42,15 +44,8 @@ use crate::share::{Share, ShareError};
 /// ```
 #[derive(Clone)]
 pub struct Redis {
-    groups: HashMap<String, RedisGroup>,
+    groups: HashMap<String, RedisPolicyLimiter>,
     conn: ConnectionManager,
-}
-
-/// A group's limiter, and its limit as the policy the layer speaks of.
-#[derive(Debug, Clone)]
-struct RedisGroup {
-    limiter: RedisLimiter,
-    policy: Policy,
 }
 
 impl fmt::Debug for Redis {
@@ -72,27 +67,25 @@ impl Redis {
 
     /// Adds (or replaces) the group `name`, decided by `limiter`. Give each group a prefix
     /// of its own, or groups share buckets.
-    pub fn with_group(mut self, name: impl Into<String>, limiter: RedisLimiter) -> Redis {
-        let policy = Policy::single(limiter.limit());
-        self.groups
-            .insert(name.into(), RedisGroup { limiter, policy });
+    pub fn with_group(mut self, name: impl Into<String>, limiter: RedisPolicyLimiter) -> Redis {
+        self.groups.insert(name.into(), limiter);
         self
     }
 
     /// This backend with an in-process limiter behind it for when Redis is away: each
-    /// group's algorithm, over its window, with `share` of its tokens, rounded down (see
-    /// [`Share`] for why the servers then never admit more than the limit together).
-    /// Refused when a group's share is less than one token.
+    /// group's algorithm, each limit of its policy over its window with `share` of its
+    /// tokens, rounded down (see [`Share`] for why the servers then never admit more than
+    /// the limit together). Refused when a limit's share is less than one token.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
     /// use trickle_core::Algorithm;
-    /// use trickle_redis::RedisLimiter;
+    /// use trickle_redis::RedisPolicyLimiter;
     /// use trickle_tower::{Redis, Share};
     ///
     /// let client = redis::Client::open("redis://127.0.0.1/")?;
     /// let conn = redis::aio::ConnectionManager::new(client).await?;
-    /// let fitting = RedisLimiter::new(Algorithm::Floating, "6/8s".parse()?, "api:fitting")?;
+    /// let fitting = RedisPolicyLimiter::new(Algorithm::Floating, "6/8s".parse()?, "api:fitting")?;
     /// // Two servers: each admits 3 of the 6 tokens on its own while Redis is away.
     /// let backend = Redis::new(conn)
     ///     .with_group("fitting", fitting)
@@ -112,15 +105,23 @@ impl Redis {
         share: Share,
         mut secondary: InProcess,
     ) -> Result<Fallback<Redis>, ShareError> {
-        for (name, RedisGroup { limiter, .. }) in &self.groups {
-            let limit = limiter.limit();
-            let part = share.of(limit).ok_or_else(|| ShareError::NoTokens {
-                group: name.clone(),
-                limit,
-                share,
+        for (name, limiter) in &self.groups {
+            let mut parts = Vec::with_capacity(limiter.policy().len());
+            for limit in limiter.policy().limits() {
+                let part = share.of(limit).ok_or_else(|| ShareError::NoTokens {
+                    group: name.clone(),
+                    limit,
+                    share,
+                })?;
+                parts.push((format!("share-{}", parts.len()), part));
+            }
+            // Named by place: the layer speaks of each limit under the store's policy's
+            // name, and a share's own text may be another limit's ("4/1s 5/1s" halved).
+            // (At most Policy::MAX_LIMITS distinct plain names: it cannot fail.)
+            let parts = Policy::named(parts).map_err(|error| ShareError::Invalid {
+                text: format!("{share} of group {name:?}'s policy ({error})"),
             })?;
-            secondary =
-                secondary.with_group(name.clone(), limiter.algorithm(), Policy::single(part));
+            secondary = secondary.with_group(name.clone(), limiter.algorithm(), parts);
         }
         Ok(Fallback::new(self, secondary))
     }
@@ -159,7 +160,7 @@ impl Backend for Redis {
     type Error = RedisBackendError;
 
     fn policy(&self, group: &str) -> Option<&Policy> {
-        self.groups.get(group).map(|group| &group.policy)
+        self.groups.get(group).map(RedisPolicyLimiter::policy)
     }
 
     /// An outage when [`RedisError::is_outage`] says so; a data error, named by
@@ -186,7 +187,7 @@ impl Backend for Redis {
     ) -> impl Future<Output = Result<PolicyDecision, RedisBackendError>> + Send {
         // The future borrows the group and the key for as long as it runs: nothing is
         // copied for a decision, only for the error naming a missing group.
-        let limiter = self.groups.get(group).map(|group| &group.limiter);
+        let limiter = self.groups.get(group);
         let mut conn = self.conn.clone();
         async move {
             let limiter = limiter.ok_or_else(|| {
@@ -194,13 +195,10 @@ impl Backend for Redis {
                     group: group.to_string(),
                 })
             })?;
-            let decision = limiter
+            limiter
                 .decide_async(&mut conn, key, op, now_ms, cost)
                 .await
-                .map_err(RedisBackendError::Redis)?;
-            // The script does not say when the next token comes back: the IETF field's
-            // optional `t` is left out.
-            Ok(PolicyDecision::new(vec![decision], vec![None]))
+                .map_err(RedisBackendError::Redis)
         }
     }
 }

@@ -17,13 +17,13 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Commands;
 use support::{runtime, serve, Server};
 use trickle_core::Algorithm;
-use trickle_redis::RedisLimiter;
+use trickle_redis::RedisPolicyLimiter;
 use trickle_tower::{BreakerState, Fallback, OnFailure, Redis, Share};
 
 const LIMIT: &str = "4/1h";
 
-fn limiter(prefix: &str) -> RedisLimiter {
-    RedisLimiter::new(Algorithm::Floating, LIMIT.parse().unwrap(), prefix).unwrap()
+fn limiter(prefix: &str) -> RedisPolicyLimiter {
+    RedisPolicyLimiter::new(Algorithm::Floating, LIMIT.parse().unwrap(), prefix).unwrap()
 }
 
 fn redis_backend(runtime: &tokio::runtime::Runtime, redis: &RedisServer, prefix: &str) -> Redis {
@@ -42,7 +42,7 @@ fn redis_backend(runtime: &tokio::runtime::Runtime, redis: &RedisServer, prefix:
 fn break_key(redis: &RedisServer, prefix: &str, client: &str) {
     let mut conn = redis.connect();
     let () = conn
-        .set(limiter(prefix).redis_key(client), "not a bucket")
+        .set(&limiter(prefix).limit_keys(client, 0)[0], "not a bucket")
         .unwrap();
 }
 

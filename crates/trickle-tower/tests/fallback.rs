@@ -33,7 +33,7 @@ use hyper_util::rt::TokioIo;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Semaphore;
 use trickle_core::{Algorithm, Op};
-use trickle_redis::RedisLimiter;
+use trickle_redis::RedisPolicyLimiter;
 use trickle_tower::{
     Backend, BreakerState, Fallback, InProcess, RateLimitLayer, Redis, Rejection, Share, Subject,
 };
@@ -71,8 +71,8 @@ fn subject(request: &Request<axum::body::Body>) -> Result<Option<Subject>, Rejec
     Ok(Some(Subject::new("api", client)))
 }
 
-fn limiter(prefix: &str) -> RedisLimiter {
-    RedisLimiter::new(Algorithm::Floating, LIMIT.parse().unwrap(), prefix).unwrap()
+fn limiter(prefix: &str) -> RedisPolicyLimiter {
+    RedisPolicyLimiter::new(Algorithm::Floating, LIMIT.parse().unwrap(), prefix).unwrap()
 }
 
 fn rig(redis: &RedisServer, prefix: &str) -> Rig {
@@ -226,7 +226,7 @@ impl Rig {
         let decision = limiter(&self.prefix)
             .peek(&mut conn, key, NOW_MS, 0)
             .expect("a peek");
-        decision.used.to_string()
+        decision.decisions()[0].used.to_string()
     }
 
     /// What `key`'s bucket holds in the fallback.

@@ -14,7 +14,7 @@ use common::RedisServer;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use support::{assert_as_core, runtime, serve, Server};
 use trickle_core::{Algorithm, Limiter};
-use trickle_redis::RedisLimiter;
+use trickle_redis::RedisPolicyLimiter;
 use trickle_tower::{OnFailure, Redis};
 
 /// A backend on `redis` with the group "fitting" under `limit`; `prefix` keeps tests apart.
@@ -36,7 +36,7 @@ fn backend(
     let conn = runtime
         .block_on(ConnectionManager::new_with_config(client, config))
         .expect("connect to the test's Redis");
-    let limiter = RedisLimiter::new(algorithm, limit.parse().unwrap(), prefix).unwrap();
+    let limiter = RedisPolicyLimiter::new(algorithm, limit.parse().unwrap(), prefix).unwrap();
     Redis::new(conn).with_group("fitting", limiter)
 }
 

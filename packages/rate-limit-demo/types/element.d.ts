@@ -163,6 +163,10 @@ export class RateLimitDemo extends HTMLElement {
   clientId: string | null;
   /** Predict mode; true adds the attribute, false removes it. */
   predict: boolean;
+  /** The URL of the API's OpenAPI document whose `x-rate-limit` for `route` is the limit shown; null for `limit`'s. */
+  openapi: string | null;
+  /** The operation of `openapi`'s document, "GET /markets/prices"; null when absent. */
+  route: string | null;
   /** Sends one request as pressing Hit does; with `costs`, `status` is what the server answers. Null while loading or showing an error, in live mode, where the event follows the server's answer, and in predict mode before the reader has predicted. */
   hit(status?: number): RateLimitDecisionDetail | null;
   /** Empties the bucket and the timeline; in live mode, the server's bucket too unless `client-id` is set. */

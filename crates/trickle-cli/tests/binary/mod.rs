@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use trickle_core::Policy;
 
 /// What one run of the binary left behind.
 pub struct Run {
@@ -458,4 +460,43 @@ pub fn burst(urls: &[&str], paths: &[String], headers: &[(&str, &str)]) -> Vec<C
             )
         })
         .collect()
+}
+
+/// No request is sent this close to the end of any of its windows, nor this soon after the
+/// start of one: the server decides a few ms after the test's clock says, and both must
+/// be in the same windows.
+pub const MARGIN_MS: u64 = 150;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as u64
+}
+
+/// Sleeps until `MARGIN_MS` into a window of every limit of `policy` with at least
+/// `needed_ms` of it left.
+pub fn wait_inside_windows(policy: &Policy, needed_ms: u64) {
+    loop {
+        let now = now_ms();
+        let wait = policy
+            .limits()
+            .map(|limit| {
+                let into = now % limit.window_ms();
+                let left = limit.window_ms() - into;
+                if into < MARGIN_MS {
+                    MARGIN_MS - into
+                } else if left < MARGIN_MS + needed_ms {
+                    left + MARGIN_MS
+                } else {
+                    0
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        if wait == 0 {
+            return;
+        }
+        thread::sleep(Duration::from_millis(wait));
+    }
 }

@@ -39,32 +39,41 @@ impl RedisServer {
 
     /// Starts a redis-server on a Unix socket with Cluster support on, as one node holding
     /// no slot yet: enough for `CLUSTER KEYSLOT`, the server's own word on a key's slot
-    /// (other commands answer CLUSTERDOWN).
+    /// (other commands answer CLUSTERDOWN until it is given slots).
+    ///
+    /// Its cluster bus listens on a free port of 127.0.0.1: left to itself, a node without
+    /// a client port binds port 10000 on every interface, and a second node started at the
+    /// same time (another test, another lane of `make test`) fails to start.
     pub fn start_cluster_node() -> RedisServer {
-        let dir = Self::temp_dir();
-        let listen = Listen::Unix(dir.join("redis.sock"));
-        let nodes = dir.join("nodes.conf").display().to_string();
-        let extra = vec![
-            "--cluster-enabled".to_string(),
-            "yes".to_string(),
-            "--cluster-config-file".to_string(),
-            nodes,
-        ];
-        Self::start_in(dir, listen, extra).unwrap_or_else(|err| panic!("{err}"))
+        let mut attempts = 0;
+        loop {
+            let dir = Self::temp_dir();
+            let listen = Listen::Unix(dir.join("redis.sock"));
+            let nodes = dir.join("nodes.conf").display().to_string();
+            let extra = vec![
+                "--cluster-enabled".to_string(),
+                "yes".to_string(),
+                "--cluster-config-file".to_string(),
+                nodes,
+                "--cluster-port".to_string(),
+                free_port().to_string(),
+                "--bind".to_string(),
+                "127.0.0.1".to_string(),
+            ];
+            match Self::start_in(dir, listen, extra) {
+                Ok(server) => return server,
+                Err(err) if attempts >= 5 => panic!("{err}"),
+                Err(_) => attempts += 1,
+            }
+        }
     }
 
     /// Starts a redis-server on a free TCP port of 127.0.0.1, as a server reaches Redis over
     /// the network.
     pub fn start_tcp() -> RedisServer {
-        // The port is free when asked for, but another process may take it before the server
-        // binds it; the server then exits at start, and a new port is tried.
         let mut attempts = 0;
         loop {
-            let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .and_then(|listener| listener.local_addr())
-                .expect("find a free port on 127.0.0.1")
-                .port();
-            match Self::start_in(Self::temp_dir(), Listen::Tcp(port), Vec::new()) {
+            match Self::start_in(Self::temp_dir(), Listen::Tcp(free_port()), Vec::new()) {
                 Ok(server) => return server,
                 Err(err) if attempts >= 5 => panic!("{err}"),
                 Err(_) => attempts += 1,
@@ -201,6 +210,15 @@ impl RedisServer {
         self.try_connect()
             .expect("connect to the test's redis-server")
     }
+}
+
+/// A port of 127.0.0.1 free when asked for. Another process may take it before the server
+/// binds it; the server then exits at start, and its caller tries a new port.
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .expect("find a free port on 127.0.0.1")
+        .port()
 }
 
 impl Drop for RedisServer {

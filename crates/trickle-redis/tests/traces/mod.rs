@@ -1,6 +1,6 @@
-//! The random request traces the parity tests (parity.rs, settle.rs, and sliding_log.rs's
-//! own) run through the core and through Redis: the limit, how time moves between
-//! requests, what a request costs, and where a trace starts.
+//! The random request traces the parity tests (parity.rs, settle.rs, policy.rs and
+//! sliding_log.rs's own) run through the core and through Redis: the limit, how time moves
+//! between requests, what a request costs, a settle's final cost, and where a trace starts.
 
 #![allow(dead_code)]
 
@@ -118,4 +118,55 @@ pub fn check_log_layout(stored: &LogStored, window_ms: u64) -> Result<(), TestCa
         "live"
     );
     Ok(())
+}
+
+/// A settle's final cost, from the reserve it settles.
+#[derive(Debug, Clone, Copy)]
+pub enum Final {
+    /// What was reserved: the settle changes no count.
+    Same,
+    /// Nothing: all of the reserve comes back (ESI's 429 and 5XX).
+    Zero,
+    /// This many more tokens than reserved.
+    More(u64),
+    /// This many fewer (not below 0).
+    Less(u64),
+    /// This cost, whatever was reserved: up to 2^53, and past it.
+    Exactly(u64),
+}
+
+impl Final {
+    pub fn of(self, reserved: u64) -> u64 {
+        match self {
+            Final::Same => reserved,
+            Final::Zero => 0,
+            Final::More(tokens) => reserved.saturating_add(tokens),
+            Final::Less(tokens) => reserved.saturating_sub(tokens),
+            Final::Exactly(cost) => cost,
+        }
+    }
+}
+
+pub fn final_cost(tokens: u64) -> impl Strategy<Value = Final> {
+    prop_oneof![
+        2 => Just(Final::Same),
+        2 => Just(Final::Zero),
+        3 => (1..=3u64).prop_map(Final::More),
+        3 => (1..=3u64).prop_map(Final::Less),
+        2 => record_cost(tokens).prop_map(Final::Exactly),
+    ]
+}
+
+/// How long after its reserve, in ms, a reservation's tokens count (the core's settle
+/// changes nothing from then on): worked out here from the rule in src/algorithms/reservation.rs,
+/// not from the scripts.
+pub fn counts_ms(algorithm: Algorithm, limit: Limit, at_ms: u64) -> u64 {
+    let window_ms = limit.window_ms();
+    match algorithm {
+        // To the end of the window after the reservation's.
+        Algorithm::Floating => 2 * window_ms - at_ms % window_ms,
+        // To the end of its window.
+        Algorithm::Fixed => window_ms - at_ms % window_ms,
+        Algorithm::SlidingLog | Algorithm::TokenBucket => window_ms,
+    }
 }

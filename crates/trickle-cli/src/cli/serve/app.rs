@@ -29,21 +29,7 @@ use trickle_tower::{
 
 use crate::cli::serve::config::{Config, CorsOrigins};
 use crate::cli::serve::openapi;
-
-/// The request header naming the bucket within a group.
-pub const CLIENT_ID: HeaderName = HeaderName::from_static("x-client-id");
-
-/// The longest `X-Client-Id`.
-pub const MAX_CLIENT_ID: usize = 64;
-
-/// The longest wait `?delay_ms=` may ask for: enough to show a slow handler (and for a test
-/// to stop the server while one runs), short enough that a request which was admitted
-/// holds its connection no longer than an idle client may.
-pub const MAX_DELAY_MS: u64 = 1000;
-
-/// The most bytes of request headers (names and values) a request may bring. hyper's own
-/// limit is its read buffer, about 400 kB; this answers far sooner, with a message.
-pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+use crate::cli::serve::request::{CLIENT_ID, MAX_CLIENT_ID, MAX_DELAY_MS, MAX_HEADER_BYTES};
 
 /// How long a browser may reuse a preflight's answer.
 const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(600);

@@ -34,7 +34,7 @@ use trickle_core::{Algorithm, AlgorithmError, CostTable, Limit, LimitError, Poli
 use trickle_tower::HeaderDialect;
 
 use crate::cli::serve::connections::duration_text;
-use crate::cli::serve::openapi;
+use crate::cli::serve::request::OPENAPI_PATH;
 
 /// The longest group name: it is sent back in a header and becomes a Redis key prefix.
 const MAX_GROUP_NAME: usize = 64;
@@ -174,8 +174,6 @@ pub enum Problem {
     CorsOrigin(String),
     /// `"*"` beside named origins, which it would make pointless.
     CorsAnyAndList,
-    /// A policy of several limits, which `--redis` cannot decide yet.
-    RedisPolicy(String),
     /// A limit the Redis scripts cannot hold exactly (`--redis` only).
     RedisLimit {
         group: String,
@@ -296,11 +294,6 @@ impl fmt::Display for ConfigError {
                 f,
                 "cors_origins lists \"*\" beside other origins; \"*\" allows every origin, \
                  so give it alone, or list only the origins to allow"
-            ),
-            Problem::RedisPolicy(group) => write!(
-                f,
-                "group {group:?}: a limit of several limits is decided in process only; with \
-                 --redis, give the group one limit"
             ),
             Problem::RedisLimit { group, error } => {
                 write!(f, "group {group:?}: {error}")
@@ -656,7 +649,7 @@ fn check_route(route: &str) -> Result<(), &'static str> {
     if route.len() > MAX_ROUTE {
         return Err("is longer than 256 characters");
     }
-    if route == openapi::PATH {
+    if route == OPENAPI_PATH {
         return Err("is where the server publishes its OpenAPI document, so no group may list it");
     }
     if rest.is_empty() {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod connections;
 pub mod metrics;
 pub mod openapi;
+pub mod request;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -23,7 +24,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::net::TcpListener;
-use trickle_redis::{Clock, RedisLimiter};
+use trickle_redis::{Clock, RedisPolicyLimiter};
 use trickle_tower::{Fallback, InProcess, OnFailure, Redis, ShareError};
 
 use crate::cli::args::ServeArgs;
@@ -334,33 +335,24 @@ async fn sweep_fallback(backend: Arc<Fallback<Redis>>) {
     }
 }
 
-/// Each group a [`RedisLimiter`] under `trickle-serve:GROUP`, deciding on Redis's clock so
+/// Each group a [`RedisPolicyLimiter`] under `trickle-serve:GROUP`, deciding on Redis's clock so
 /// that every server sharing it agrees on the time, over one connection checked with a
 /// PING before the server starts.
 async fn on_redis(url: &str, config: &Config, path: &Path) -> Result<Redis, ServeError> {
     let mut limiters = Vec::with_capacity(config.groups.len());
     for group in &config.groups {
         let prefix = format!("{REDIS_PREFIX}:{}", group.name);
-        let limit = match (group.policy.len(), group.policy.limit(0)) {
-            (1, Some(limit)) => limit,
-            _ => {
-                return Err(ServeError::Config(ConfigError::new(
+        let limiter = RedisPolicyLimiter::new(group.algorithm, group.policy.clone(), &prefix)
+            .map_err(|error| {
+                ServeError::Config(ConfigError::new(
                     path,
                     Some(group.line),
-                    Problem::RedisPolicy(group.name.clone()),
-                )))
-            }
-        };
-        let limiter = RedisLimiter::new(group.algorithm, limit, &prefix).map_err(|error| {
-            ServeError::Config(ConfigError::new(
-                path,
-                Some(group.line),
-                Problem::RedisLimit {
-                    group: group.name.clone(),
-                    error,
-                },
-            ))
-        })?;
+                    Problem::RedisLimit {
+                        group: group.name.clone(),
+                        error,
+                    },
+                ))
+            })?;
         limiters.push((group.name.clone(), limiter.with_clock(Clock::Server)));
     }
 

@@ -21,11 +21,11 @@ use serde_json::{json, Map, Value};
 use trickle_core::{Limit, Policy};
 use trickle_tower::HeaderDialect;
 
-use crate::cli::serve::app::{MAX_CLIENT_ID, MAX_DELAY_MS};
 use crate::cli::serve::config::{Config, Group};
+use crate::cli::serve::request::{MAX_CLIENT_ID, MAX_DELAY_MS, OPENAPI_PATH};
 
-/// Where the document is served. No group may list it as a route.
-pub const PATH: &str = "/openapi.json";
+/// Where the document is served.
+pub const PATH: &str = OPENAPI_PATH;
 
 /// The OpenAPI version the document is written in.
 const OPENAPI: &str = "3.1.0";
