@@ -10,7 +10,7 @@ import * as headers from "./headers.js";
 const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
 const ESI = read("src/serving/esi.rs");
 const TOWER = read("crates/trickle-tower/src/answers.rs");
-const SERVE = read("crates/trickle-cli/src/cli/serve/app.rs");
+const SERVE = read("crates/trickle-cli/src/cli/serve/request.rs");
 
 /** `pub const NAME: HeaderName = HeaderName::from_static("name");` in `source`. */
 function headerConstant(source, name) {
