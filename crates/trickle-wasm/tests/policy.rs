@@ -57,7 +57,8 @@ fn the_core_rejects_bad_policies_with_its_own_messages() {
         ("10/1s 10/1s", "floating", "two limits named \"10/1s\" in one policy; give each limit its own name, as in burst=10/1s"),
         ("1/1s 2/1s 3/1s 4/1s 5/1s 6/1s 7/1s 8/1s 9/1s", "floating", "a policy holds at most 8 limits"),
         ("10/1s garbage", "floating", "limit 2 of the policy: "),
-        ("", "floating", "a policy needs at least one limit; "),
+        // Nothing written reads as one limit, with a limit's own message.
+        ("", "floating", "limit \"\" has no '/'; "),
         ("Burst=10/1s", "floating", "limit name \"Burst\" must be 1 to 32 characters"),
         // The policy is read first, then the algorithm.
         ("10/1s 1000/1h", "leaky", "unknown algorithm"),
