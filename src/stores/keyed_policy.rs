@@ -42,9 +42,7 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
         }
     }
 
-    /// Decides `op` for `key` at the shared clock's `at_ms`, told in the caller's time. A
-    /// hit or a reserve for a new key is turned away when the map already holds `cap` keys.
-    #[allow(clippy::too_many_arguments)]
+    /// Decides `op` for `key` at the shared clock's `at_ms`, told in the caller's time.
     fn decide<Q: Hash + Eq + ?Sized>(
         &mut self,
         policy: &Policy,
@@ -53,8 +51,7 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
         op: Op,
         (now_ms, at_ms): (u64, u64),
         cost: u64,
-        cap: usize,
-    ) -> Result<PolicyDecision, TooManyKeys>
+    ) -> PolicyDecision
     where
         K: Borrow<Q>,
     {
@@ -63,21 +60,7 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
             // sweeps nothing: a later request may still be decided before that time.
             Op::Peek => self.peek(policy, fresh, key.get(), at_ms, cost),
             op => {
-                let longest = longest_window(policy);
-                if at_ms / longest > self.swept_window {
-                    self.sweep(policy, at_ms);
-                }
-                // A record or a settle charges what a request really cost, and always lands.
-                let spends = matches!(op, Op::Hit | Op::Reserve { .. });
-                if spends && self.states.len() >= cap && !self.states.contains_key(key.get()) {
-                    return Err(TooManyKeys {
-                        max_keys: cap,
-                        // The next sweep, when the keys that no longer count are dropped.
-                        retry_after_ms: ((self.swept_window + 1) * longest)
-                            .saturating_sub(now_ms)
-                            .max(1),
-                    });
-                }
+                self.sweep_if_due(policy, at_ms);
                 let states = match self.states.get_mut(key.get()) {
                     Some(states) => states,
                     None => self.states.entry(key.into_owned()).or_insert_with(fresh),
@@ -86,7 +69,45 @@ impl<K: Hash + Eq, S: State> Buckets<K, S> {
                 answer(policy, states, decisions)
             }
         };
-        Ok(told(answer, at_ms - now_ms))
+        told(answer, at_ms - now_ms)
+    }
+
+    /// Whether `op` for `key` at `at_ms` is turned away because the map already holds `cap`
+    /// keys, none of them `key`: only a hit or a reserve of a new key is, after the sweep
+    /// due at that time has dropped the keys that no longer count (a record or a settle
+    /// charges what a request really cost, and always lands).
+    fn turns_away<Q: Hash + Eq + ?Sized>(
+        &mut self,
+        policy: &Policy,
+        key: &Q,
+        op: Op,
+        (now_ms, at_ms): (u64, u64),
+        cap: usize,
+    ) -> Option<TooManyKeys>
+    where
+        K: Borrow<Q>,
+    {
+        if !matches!(op, Op::Hit | Op::Reserve { .. }) {
+            return None;
+        }
+        self.sweep_if_due(policy, at_ms);
+        if self.states.len() < cap || self.states.contains_key(key) {
+            return None;
+        }
+        Some(TooManyKeys {
+            max_keys: cap,
+            // The next sweep, when the keys that no longer count are dropped.
+            retry_after_ms: ((self.swept_window + 1) * longest_window(policy))
+                .saturating_sub(now_ms)
+                .max(1),
+        })
+    }
+
+    /// Drops the idle keys once per window of the policy's longest limit.
+    fn sweep_if_due(&mut self, policy: &Policy, at_ms: u64) {
+        if at_ms / longest_window(policy) > self.swept_window {
+            self.sweep(policy, at_ms);
+        }
     }
 
     fn peek<Q: Hash + Eq + ?Sized>(
@@ -227,17 +248,8 @@ impl<K: Hash + Eq, S: State + Clone> KeyedPolicyLimiter<K, S> {
         let (policy, fresh) = (&self.policy, &self.fresh);
         let fresh = || fresh_states(policy, fresh);
         let key = KeyArg::<K, K>::Owned(key);
-        let decided = self.buckets.decide(
-            policy,
-            &fresh,
-            key,
-            op,
-            (now_ms, self.latest_ms),
-            cost,
-            usize::MAX,
-        );
-        // No cap, so no key is ever turned away.
-        decided.unwrap_or_else(|_| unreachable_without_cap())
+        self.buckets
+            .decide(policy, &fresh, key, op, (now_ms, self.latest_ms), cost)
     }
 
     /// Forgets `key`'s requests.
@@ -258,12 +270,6 @@ impl<K: Hash + Eq, S: State + Clone> KeyedPolicyLimiter<K, S> {
     fn fresh_states(&self) -> Box<[S]> {
         fresh_states(&self.policy, &self.fresh)
     }
-}
-
-/// What an uncapped map answers for a full one: it never is.
-#[cold]
-fn unreachable_without_cap() -> PolicyDecision {
-    PolicyDecision::new(alloc::vec::Vec::new(), alloc::vec::Vec::new())
 }
 
 fn fresh_states<S: Clone>(policy: &Policy, fresh: &S) -> Box<[S]> {
@@ -475,8 +481,11 @@ impl<K: Hash + Eq, S: State + Clone> ConcurrentKeyedPolicyLimiter<K, S> {
         let at_ms = latest_ms.max(now_ms);
         let (policy, fresh) = (&self.policy, &self.fresh);
         let fresh = || fresh_states(policy, fresh);
-        let cap = self.keys_per_shard;
-        buckets.decide(policy, &fresh, key, op, (now_ms, at_ms), cost, cap)
+        let times = (now_ms, at_ms);
+        if let Some(full) = buckets.turns_away(policy, key.get(), op, times, self.keys_per_shard) {
+            return Err(full);
+        }
+        Ok(buckets.decide(policy, &fresh, key, op, times, cost))
     }
 
     /// Forgets `key`'s requests.
