@@ -5,13 +5,14 @@
 
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, mkdir, rm } from "node:fs/promises";
+import { cp, mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { serve } from "../../scripts/serve.mjs";
+import { launch } from "./webdriver.mjs";
 
 export const REPO = fileURLToPath(new URL("../..", import.meta.url));
 /** Where tests write what a person may want to look at: screenshots, timings. */
@@ -247,4 +248,34 @@ export async function serveApi(config) {
       await exited;
     },
   };
+}
+
+/**
+ * The site as `make site` lays it out, with `pages` (file name → HTML) beside it, served
+ * over HTTP from a copy in a temporary folder: for engines that load pages by URL.
+ * Resolves to `{ url, close }`; `close` stops the server and removes the copy.
+ */
+export async function serveSiteWith(prefix, pages) {
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  await cp(SITE, root, { recursive: true });
+  for (const [name, html] of Object.entries(pages)) await writeFile(join(root, name), html);
+  const server = await serve(root, 0);
+  return {
+    url: server.url,
+    close: async () => {
+      await server.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * `engine` over WebDriver for the tests of `test`, its driver's log in
+ * target/e2e/TEST-ENGINE.log, allowing 30 s for a page load or a script.
+ */
+export async function launchEngine(engine, test) {
+  const log = join(ARTIFACTS, `${test}-${engine.name.toLowerCase().replace(/\W+/g, "-")}.log`);
+  const browser = await launch(engine, log);
+  await browser.driver.manage().setTimeouts({ script: 30_000, pageLoad: 30_000 });
+  return browser;
 }

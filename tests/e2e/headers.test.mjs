@@ -12,13 +12,9 @@
 // three presses.
 
 import assert from "node:assert/strict";
-import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { serve } from "../../scripts/serve.mjs";
-import { ARTIFACTS, SITE, open, pageWith, start, whenReady } from "./harness.mjs";
-import { ENGINES, launch } from "./webdriver.mjs";
+import { launchEngine, open, pageWith, serveSiteWith, start, whenReady } from "./harness.mjs";
+import { ENGINES } from "./webdriver.mjs";
 
 const WIDGET = `<rate-limit-demo id="headers" limit="burst=2/1s 3/4s" headers="both"></rate-limit-demo>`;
 const POLICY_FIELD = '"burst";q=2;w=1, "3/4s";q=3;w=4';
@@ -175,26 +171,17 @@ describe("Chromium", () => {
 });
 
 describe("Firefox ESR and WebKit", () => {
-  let root;
   let server;
   before(async () => {
-    root = await mkdtemp(join(tmpdir(), "trickle-headers-"));
-    await cp(SITE, root, { recursive: true });
-    await writeFile(join(root, "headers.html"), pageWith(WIDGET));
-    server = await serve(root, 0);
+    server = await serveSiteWith("trickle-headers-", { "headers.html": pageWith(WIDGET) });
   });
-  after(async () => {
-    await server?.close();
-    if (root) await rm(root, { recursive: true, force: true });
-  });
+  after(() => server?.close());
 
   for (const engine of ENGINES) {
     describe(engine.name, () => {
       let browser;
       before(async () => {
-        const log = join(ARTIFACTS, `headers-${engine.name.toLowerCase().replace(/\W+/g, "-")}.log`);
-        browser = await launch(engine, log);
-        await browser.driver.manage().setTimeouts({ script: 30_000, pageLoad: 30_000 });
+        browser = await launchEngine(engine, "headers");
       });
       after(() => browser?.close());
 

@@ -12,13 +12,9 @@
 // by the Retry-After the core gave.
 
 import assert from "node:assert/strict";
-import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { serve } from "../../scripts/serve.mjs";
-import { ARTIFACTS, SITE, open, pageWith, start, whenReady } from "./harness.mjs";
-import { ENGINES, launch } from "./webdriver.mjs";
+import { launchEngine, open, pageWith, serveSiteWith, start, whenReady } from "./harness.mjs";
+import { ENGINES } from "./webdriver.mjs";
 
 const SHORT = "2/1s";
 const LONG = "3/4s";
@@ -222,27 +218,17 @@ describe("Chromium", () => {
 });
 
 describe("Firefox ESR and WebKit", () => {
-  let root;
   let server;
   before(async () => {
-    // The site as `make site` lays it out, with one more page: the widget alone.
-    root = await mkdtemp(join(tmpdir(), "trickle-policy-"));
-    await cp(SITE, root, { recursive: true });
-    await writeFile(join(root, "policy.html"), pageWith(WIDGET));
-    server = await serve(root, 0);
+    server = await serveSiteWith("trickle-policy-", { "policy.html": pageWith(WIDGET) });
   });
-  after(async () => {
-    await server?.close();
-    if (root) await rm(root, { recursive: true, force: true });
-  });
+  after(() => server?.close());
 
   for (const engine of ENGINES) {
     describe(engine.name, () => {
       let browser;
       before(async () => {
-        const log = join(ARTIFACTS, `policy-${engine.name.toLowerCase().replace(/\W+/g, "-")}.log`);
-        browser = await launch(engine, log);
-        await browser.driver.manage().setTimeouts({ script: 30_000, pageLoad: 30_000 });
+        browser = await launchEngine(engine, "policy");
       });
       after(() => browser?.close());
 
