@@ -62,8 +62,6 @@ describe("when the WebAssembly cannot be used", () => {
       url: "**/trickle_bg.wasm",
       answer: { contentType: "text/html", body: "<!doctype html><title>Home</title>" },
       detail: /trickle_bg\.wasm is not a WebAssembly module \(the server sent text\/html\)/,
-      // wasm-bindgen's glue says why before it tries once more without streaming.
-      expectedLog: /does not serve Wasm with `application\/wasm` MIME type/,
     },
   ];
   for (const { name, url, answer, detail, expectedLog } of cases) {

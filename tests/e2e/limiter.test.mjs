@@ -32,17 +32,17 @@ if (!existsSync(MODULE)) {
 // The wrapper keeps its WebAssembly memory to itself. Catch it as it is instantiated, so the
 // test of memory growth below can see the memory grow.
 let memory = null;
-const instantiate = WebAssembly.instantiate;
-WebAssembly.instantiate = async (...args) => {
-  const result = await instantiate(...args);
-  memory = (result.instance ?? result).exports.memory;
-  return result;
+const { Instance } = WebAssembly;
+WebAssembly.Instance = function (...args) {
+  const instance = new Instance(...args);
+  memory = instance.exports.memory;
+  return instance;
 };
 const { load, Limiter, CostTable } = await import(MODULE.href);
 try {
   await load();
 } finally {
-  WebAssembly.instantiate = instantiate;
+  WebAssembly.Instance = Instance;
 }
 
 const MAX_SAFE = 9007199254740991;

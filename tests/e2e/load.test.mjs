@@ -32,11 +32,11 @@ describe("a million hits through the JS Limiter", () => {
       html: pageWith(""),
       // The package does not hand out its WebAssembly memory; catch it as it is made.
       initScript: () => {
-        const instantiate = WebAssembly.instantiateStreaming;
-        WebAssembly.instantiateStreaming = async (...args) => {
-          const result = await instantiate(...args);
-          window.__memory = result.instance.exports.memory;
-          return result;
+        const { Instance } = WebAssembly;
+        WebAssembly.Instance = function (...args) {
+          const instance = new Instance(...args);
+          window.__memory = instance.exports.memory;
+          return instance;
         };
       },
     });

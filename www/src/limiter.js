@@ -14,11 +14,12 @@
  * not coerced) and builds the decision object; the WebAssembly sees only numbers.
  */
 
-import init, {
+import {
   RawCostTable,
   RawLimiter,
   algorithms as coreAlgorithms,
   decision_buffer as decisionBuffer,
+  initSync,
 } from "../pkg/trickle.js";
 import { DECISION_FIELDS, RESERVED, readDecision } from "./decision.js";
 
@@ -55,13 +56,21 @@ function defaultSource() {
   return fetch(WASM_URL);
 }
 
+/**
+ * Compiles the module here and hands it to the glue's `initSync`, which instantiates it: the
+ * glue's own loader (streaming with a fallback, and its warnings) would be most of the glue
+ * every page downloads, for a module this small.
+ */
 async function instantiate(source) {
-  const input = await source;
+  let input = await source;
+  if (typeof input === "string" || input instanceof URL) input = await fetch(input);
   if (input instanceof Response && !input.ok) {
     throw new Error(`${urlOf(input)} could not be loaded: the server answered ${input.status}`);
   }
   try {
-    wasm = await init({ module_or_path: input });
+    const bytes = input instanceof Response ? await input.arrayBuffer() : input;
+    const module = bytes instanceof WebAssembly.Module ? bytes : await WebAssembly.compile(bytes);
+    wasm = initSync({ module });
   } catch (error) {
     if (!(error instanceof WebAssembly.CompileError)) throw error;
     if (!wasmAllowed()) {
