@@ -14,13 +14,7 @@
  * not coerced) and builds the decision object; the WebAssembly sees only numbers.
  */
 
-import {
-  RawCostTable,
-  RawLimiter,
-  algorithms as coreAlgorithms,
-  decision_buffer as decisionBuffer,
-  initSync,
-} from "../pkg/trickle.js";
+import * as core from "../pkg/trickle.js";
 import { DECISION_FIELDS, RESERVED, readDecision } from "./decision.js";
 
 /** Beside this module in the package, and wherever a bundler copies it. */
@@ -70,7 +64,7 @@ async function instantiate(source) {
   try {
     const bytes = input instanceof Response ? await input.arrayBuffer() : input;
     const module = bytes instanceof WebAssembly.Module ? bytes : await WebAssembly.compile(bytes);
-    wasm = initSync({ module });
+    wasm = core.initSync({ module });
   } catch (error) {
     if (!(error instanceof WebAssembly.CompileError)) throw error;
     if (!wasmAllowed()) {
@@ -83,7 +77,7 @@ async function instantiate(source) {
     const sent = type === null ? "" : ` (the server sent ${type || "no content type"})`;
     throw new Error(`${urlOf(input)} is not a WebAssembly module${sent}: ${error.message}`);
   }
-  algorithmNames = Object.freeze(coreAlgorithms().split(" "));
+  algorithmNames = Object.freeze(core.algorithms().split(" "));
 }
 
 function urlOf(input) {
@@ -141,7 +135,7 @@ function time(now) {
 let fields = new Float64Array(0);
 function decision(outcome, algorithm) {
   if (fields.length === 0) {
-    fields = new Float64Array(wasm.memory.buffer, decisionBuffer(), DECISION_FIELDS);
+    fields = new Float64Array(wasm.memory.buffer, core.decision_buffer(), DECISION_FIELDS);
   }
   return readDecision(fields, outcome, algorithm);
 }
@@ -174,11 +168,25 @@ function readOptions(options) {
 }
 
 /**
+ * The core's objects cross as handles (see crates/trickle-wasm/src/lib.rs), each kept in one
+ * private field: a limiter or table the page drops without `free()` is freed when the
+ * garbage collector takes it.
+ */
+const limiters = new FinalizationRegistry((handle) => core.limiter_free(handle));
+const tables = new FinalizationRegistry((handle) => core.cost_table_free(handle));
+
+/** `handle`, or the core's message for the refusal it stands for (0). */
+function made(handle) {
+  if (handle === 0) throw new Error(core.error());
+  return handle;
+}
+
+/**
  * One rate-limited bucket running one of the core's algorithms. Every method takes the time
  * first, in ms, then the cost, as the Rust core does; a left-out cost is 1.
  */
 export class Limiter {
-  /** The WebAssembly object; null once freed. */
+  /** The core's limiter; 0 once freed. */
   #raw;
   #algorithm;
 
@@ -192,20 +200,22 @@ export class Limiter {
   constructor(options) {
     loaded("new Limiter()");
     const { limit, algorithm } = readOptions(options);
-    this.#raw = new RawLimiter(limit, algorithm);
-    this.#algorithm = this.#raw.algorithm;
+    this.#raw = made(core.limiter_new(limit, algorithm));
+    limiters.register(this, this.#raw, this);
+    // The core takes a name only as it writes it.
+    this.#algorithm = algorithm;
   }
 
   /** Spends `cost` tokens at `now` if they fit, and says what happened. */
   hit(now, cost = 1) {
     const at = time(now);
-    return decision(this.#live.hit(at, whole("cost", cost)), this.#algorithm);
+    return decision(core.limiter_hit(this.#live, at, whole("cost", cost)), this.#algorithm);
   }
 
   /** What `hit` would answer, spending nothing. `peek(now, 0)` shows what is in use. */
   peek(now, cost = 1) {
     const at = time(now);
-    return decision(this.#live.peek(at, whole("cost", cost)), this.#algorithm);
+    return decision(core.limiter_peek(this.#live, at, whole("cost", cost)), this.#algorithm);
   }
 
   /**
@@ -214,7 +224,7 @@ export class Limiter {
    */
   record(now, cost) {
     const at = time(now);
-    return decision(this.#live.record(at, whole("cost", cost)), this.#algorithm);
+    return decision(core.limiter_record(this.#live, at, whole("cost", cost)), this.#algorithm);
   }
 
   /**
@@ -228,29 +238,32 @@ export class Limiter {
   respond(now, reserve, cost) {
     const at = time(now);
     const held = whole("reserve", reserve);
-    const settled = decision(this.#live.respond(at, held, whole("cost", cost)), this.#algorithm);
+    const settled = decision(
+      core.limiter_respond(this.#live, at, held, whole("cost", cost)),
+      this.#algorithm,
+    );
     settled.reserved = fields[RESERVED];
     return settled;
   }
 
   /** Forgets everything spent. */
   reset() {
-    this.#live.reset();
+    core.limiter_reset(this.#live);
   }
 
   /** The limit as the core writes it, e.g. "6/8s". */
   get limit() {
-    return this.#live.limit;
+    return core.limiter_limit(this.#live);
   }
 
   /** N, the tokens one window holds. */
   get tokens() {
-    return this.#live.tokens;
+    return core.limiter_tokens(this.#live);
   }
 
   /** W, the window's length in ms. */
   get windowMs() {
-    return this.#live.window_ms;
+    return core.limiter_window_ms(this.#live);
   }
 
   get algorithm() {
@@ -262,12 +275,14 @@ export class Limiter {
    * Freeing twice does nothing; using a freed limiter throws.
    */
   free() {
-    this.#raw?.free();
-    this.#raw = null;
+    if (this.#raw === 0) return;
+    limiters.unregister(this);
+    core.limiter_free(this.#raw);
+    this.#raw = 0;
   }
 
   get #live() {
-    if (this.#raw === null) throw new Error(`this Limiter (${this.#algorithm}) was freed`);
+    if (this.#raw === 0) throw new Error(`this Limiter (${this.#algorithm}) was freed`);
     return this.#raw;
   }
 }
@@ -288,8 +303,9 @@ export class CostTable {
         `a cost table must be a string such as "esi" or "200:2 304:1 4xx:5 429:0 5xx:0", got ${describe(text)}`,
       );
     }
-    this.#raw = new RawCostTable(text);
-    const statuses = this.#raw.statuses();
+    this.#raw = made(core.cost_table_new(text));
+    tables.register(this, this.#raw, this);
+    const statuses = core.cost_table_statuses(this.#raw);
     this.#statuses = Object.freeze(statuses === "" ? [] : statuses.split(" ").map(Number));
   }
 
@@ -303,13 +319,18 @@ export class CostTable {
 
   /** Tokens a response with `status` costs; throws for a status the table does not price. */
   cost(status) {
-    if (this.#raw === null) throw new Error("this CostTable was freed");
-    return this.#raw.cost(whole("status", status));
+    if (this.#raw === 0) throw new Error("this CostTable was freed");
+    const cost = core.cost_table_cost(this.#raw, whole("status", status));
+    // -1 is the core's "no price": the message says which statuses the table prices.
+    if (cost < 0) throw new Error(core.error());
+    return cost;
   }
 
   /** Releases the WebAssembly memory now; freeing twice does nothing. */
   free() {
-    this.#raw?.free();
-    this.#raw = null;
+    if (this.#raw === 0) return;
+    tables.unregister(this);
+    core.cost_table_free(this.#raw);
+    this.#raw = 0;
   }
 }

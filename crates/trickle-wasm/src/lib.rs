@@ -9,17 +9,20 @@
 //!
 //! | export | what it does |
 //! |---|---|
-//! | `new RawLimiter(limit, algorithm)` | throws an `Error` with the core's message for a bad limit (checked first) or algorithm |
-//! | `hit(now, cost)`, `peek(now, cost)`, `record(now, cost)` | the outcome code: 0 allowed, 1 denied, 2 exceeds the limit; the decision in the buffer |
-//! | `respond(now, reserve, cost)` | the flow of a server that prices its answers (`trickle_core::flow`) at one moment: reserves `reserve` tokens and, if they fit, settles at `cost`; the reserve's outcome code, and the settle's decision (or the refusal, at a cost of 0) in the buffer |
-//! | `reset()` | forgets everything spent |
-//! | `limit`, `algorithm` (getters) | `"6/8s"` as the core writes it; `"floating"` |
-//! | `tokens`, `window_ms` (getters) | N and W |
+//! | `limiter_new(limit, algorithm)` | a limiter's handle, or 0 with the core's message for a bad limit (checked first) or algorithm in `error()` |
+//! | `limiter_hit(h, now, cost)`, `limiter_peek(…)`, `limiter_record(…)` | the outcome code: 0 allowed, 1 denied, 2 exceeds the limit; the decision in the buffer |
+//! | `limiter_respond(h, now, reserve, cost)` | the flow of a server that prices its answers (`trickle_core::flow`) at one moment: reserves `reserve` tokens and, if they fit, settles at `cost`; the reserve's outcome code, and the settle's decision (or the refusal, at a cost of 0) in the buffer |
+//! | `limiter_reset(h)` | forgets everything spent |
+//! | `limiter_limit(h)` | `"6/8s"` as the core writes it |
+//! | `limiter_tokens(h)`, `limiter_window_ms(h)` | N and W |
+//! | `limiter_free(h)` | frees the limiter; the handle is not used again |
 //! | `algorithms()` | the algorithms' names, space-separated, the default first |
 //! | `decision_buffer()` | the byte offset of the buffer in the wasm memory |
-//! | `new RawCostTable(text)` | throws an `Error` with the core's message for a bad table |
-//! | `cost(status)` | the cost; throws an `Error` naming what the table prices when it has no price |
-//! | `statuses()` | statuses to offer as buttons, space-separated, in table order |
+//! | `cost_table_new(text)` | a cost table's handle, or 0 with the core's message in `error()` |
+//! | `cost_table_cost(h, status)` | the cost; -1 with a message naming what the table prices in `error()` when it has no price |
+//! | `cost_table_statuses(h)` | statuses to offer as buttons, space-separated, in table order |
+//! | `cost_table_free(h)` | frees the table |
+//! | `error()` | the message of the last refusal, taken |
 //!
 //! Numbers come in checked by JS: whole numbers from 0 to 2^53 − 1, except that a time may
 //! have a fraction of a millisecond, which is dropped. The buffer holds 14 `f64`, in the
@@ -27,11 +30,11 @@
 //! current, overlap, elapsedMs, counted, limit (N), windowMs (W), reserved.
 //!
 //! ```js
-//! import init, { RawLimiter, decision_buffer } from "./pkg/trickle.js";
-//! const wasm = await init();
-//! const fields = new Float64Array(wasm.memory.buffer, decision_buffer(), 14);
-//! const raw = new RawLimiter("6/8s", "floating");
-//! raw.hit(1234, 1);   // 0: allowed; fields[1] is `used`, fields[2] `remaining`, …
+//! import * as core from "./pkg/trickle.js";
+//! const wasm = core.initSync({ module: await WebAssembly.compile(bytes) });
+//! const fields = new Float64Array(wasm.memory.buffer, core.decision_buffer(), 14);
+//! const limiter = core.limiter_new("6/8s", "floating");   // 0: see core.error()
+//! core.limiter_hit(limiter, 1234, 1);   // 0: allowed; fields[1] is `used`, fields[2] `remaining`, …
 //! ```
 //!
 //! The exports carry `//` comments rather than doc comments, and `skip_jsdoc`: wasm-bindgen
@@ -173,62 +176,101 @@ fn whole(value: f64) -> u64 {
     value as u64
 }
 
-// One rate-limited bucket running one of the algorithms.
-/// An empty limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`), or an `Error`
-/// with the core's message for the first one that is bad.
-pub(crate) fn limiter(limit: &str, algorithm: &str) -> Result<Limiter, JsError> {
+/// An empty limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`), or the
+/// core's message for the first one that is bad.
+pub(crate) fn limiter(limit: &str, algorithm: &str) -> Result<Limiter, String> {
     let limit: Limit = limit
         .parse()
-        .map_err(|e: trickle_core::LimitError| JsError::new(&e.message()))?;
+        .map_err(|e: trickle_core::LimitError| e.message())?;
     let algorithm: Algorithm = algorithm
         .parse()
-        .map_err(|e: trickle_core::AlgorithmError| JsError::new(&e.message()))?;
+        .map_err(|e: trickle_core::AlgorithmError| e.message())?;
     Ok(Limiter::with_algorithm(algorithm, limit))
 }
 
-#[wasm_bindgen]
+/// The message of the last refusal, until `error()` takes it.
+struct LastError(UnsafeCell<String>);
+
+// SAFETY: as `DecisionBuffer`.
+unsafe impl Sync for LastError {}
+
+static LAST_ERROR: LastError = LastError(UnsafeCell::new(String::new()));
+
+/// Keeps `message` for `error()`, and returns the handle or value that says "refused".
+fn refuse<T>(message: String, refused: T) -> T {
+    // SAFETY: see `DecisionBuffer`; no reference into the message outlives this write.
+    unsafe { *LAST_ERROR.0.get() = message };
+    refused
+}
+
+// The message of the last call that was refused (a handle of 0, a cost of -1), taken: a
+// second call gives "".
+#[wasm_bindgen(skip_jsdoc)]
+pub fn error() -> String {
+    // SAFETY: as in `refuse`.
+    unsafe { core::mem::take(&mut *LAST_ERROR.0.get()) }
+}
+
+/// A boxed object handed to JS as its address, which `www/src/limiter.js` keeps private,
+/// passes back to the exports below and frees once. Handles instead of wasm-bindgen's
+/// classes: a class brings a borrow flag, a finalizer and their messages into the module and
+/// the glue of every page, for a wrapper that already guards its one owner.
+fn into_handle<T>(object: T) -> u32 {
+    alloc::boxed::Box::into_raw(alloc::boxed::Box::new(object)) as u32
+}
+
+/// # Safety
+/// `handle` came from `into_handle::<T>` and has not been freed.
+unsafe fn object<'a, T>(handle: u32) -> &'a mut T {
+    // SAFETY: the caller's promise; one thread, and no reference outlives its export.
+    unsafe { &mut *(handle as *mut T) }
+}
+
+/// # Safety
+/// As `object`; the handle is not used again.
+unsafe fn free<T>(handle: u32) {
+    // SAFETY: the caller's promise.
+    drop(unsafe { alloc::boxed::Box::from_raw(handle as *mut T) });
+}
+
+/// One rate-limited bucket running one of the algorithms.
 pub struct RawLimiter {
     inner: Limiter,
 }
 
-#[wasm_bindgen]
 impl RawLimiter {
-    // A limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`, see
-    // `algorithms()`). Throws an `Error` with the core's message for either one bad.
-    #[wasm_bindgen(constructor, skip_jsdoc)]
-    pub fn new(limit: &str, algorithm: &str) -> Result<RawLimiter, JsError> {
+    /// A limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`, see
+    /// `algorithms()`), or the core's message for the first one that is bad.
+    pub fn new(limit: &str, algorithm: &str) -> Result<RawLimiter, String> {
         Ok(RawLimiter {
             inner: limiter(limit, algorithm)?,
         })
     }
 
-    // Spends `cost` tokens at `now` if they fit; the outcome code, and the decision in
-    // the buffer.
-    #[wasm_bindgen(skip_jsdoc)]
+    /// Spends `cost` tokens at `now` if they fit; the outcome code, and the decision in
+    /// the buffer.
     pub fn hit(&mut self, now: f64, cost: f64) -> u32 {
         publish(&self.inner.hit(whole(now), whole(cost)), 0)
     }
 
-    // What `hit` would answer, spending nothing.
-    #[wasm_bindgen(skip_jsdoc)]
+    /// What `hit` would answer, spending nothing.
     pub fn peek(&self, now: f64, cost: f64) -> u32 {
         publish(&self.inner.peek(whole(now), whole(cost)), 0)
     }
 
-    // Charges `cost` tokens whether or not they fit (always 0, allowed).
-    #[wasm_bindgen(skip_jsdoc)]
+    /// Charges `cost` tokens whether or not they fit (always 0, allowed).
     pub fn record(&mut self, now: f64, cost: f64) -> u32 {
         publish(&self.inner.record(whole(now), whole(cost)), 0)
     }
 
-    // One request of a server that prices its answer (ESI's flow, `trickle_core::flow`), all at
-    // `now`: reserves `reserve` tokens (spent at once, as `hit` spends them) and, if they fit,
-    // settles the request at its final `cost`, the answer's price, which charges or refunds
-    // the difference; the settle's decision goes in the buffer, with `reserved`. A refused
-    // request is answered 429, which costs nothing: the refusal goes in the buffer with a
-    // `cost` and `reserved` of 0, and nothing was spent. The outcome code is the reserve's:
-    // a settle is always allowed, even when it takes the bucket past the limit.
-    #[wasm_bindgen(skip_jsdoc)]
+    /// One request of a server that prices its answer (ESI's flow, `trickle_core::flow`),
+    /// all at `now`: reserves `reserve` tokens (spent at once, as `hit` spends them) and, if
+    /// they fit, settles the request at its final `cost`, the answer's price, which charges
+    /// or refunds the difference; the settle's decision goes in the buffer, with `reserved`.
+    /// A refused request is answered 429, which costs nothing: the refusal goes in the
+    /// buffer with a `cost` and `reserved` of 0, and nothing was spent. The outcome code is
+    /// the reserve's: a settle is always allowed, even when it takes the bucket past the
+    /// limit.
     pub fn respond(&mut self, now: f64, reserve: f64, cost: f64) -> u32 {
         let now = whole(now);
         match self.inner.reserve(now, whole(reserve)) {
@@ -240,35 +282,85 @@ impl RawLimiter {
         }
     }
 
-    // Forgets everything spent.
-    #[wasm_bindgen(skip_jsdoc)]
+    /// Forgets everything spent.
     pub fn reset(&mut self) {
         self.inner.reset();
     }
 
-    // The limit as the core writes it, e.g. `"6/8s"`.
-    #[wasm_bindgen(getter, skip_jsdoc)]
+    /// The limit as the core writes it, e.g. `"6/8s"`.
     pub fn limit(&self) -> String {
         self.inner.limit().text()
     }
 
-    // N, the tokens one window holds.
-    #[wasm_bindgen(getter, skip_jsdoc)]
+    /// N, the tokens one window holds.
     pub fn tokens(&self) -> f64 {
         self.inner.limit().tokens() as f64
     }
 
-    // W, the window's length in ms.
-    #[wasm_bindgen(getter, skip_jsdoc)]
+    /// W, the window's length in ms.
     pub fn window_ms(&self) -> f64 {
         self.inner.limit().window_ms() as f64
     }
 
-    // The algorithm's name, e.g. `"floating"`.
-    #[wasm_bindgen(getter, skip_jsdoc)]
-    pub fn algorithm(&self) -> String {
-        self.inner.algorithm().name().into()
+    /// The algorithm's name, e.g. `"floating"`.
+    pub fn algorithm(&self) -> &'static str {
+        self.inner.algorithm().name()
     }
+}
+
+// The exports on a limiter's handle, each `RawLimiter`'s method of the same name. SAFETY,
+// for every `object` and `free` below: limiter.js passes only the handle it got from
+// `limiter_new` (never 0) until it calls `limiter_free`, once.
+
+// A new limiter's handle, or 0 with the core's message for `error()`.
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_new(limit: &str, algorithm: &str) -> u32 {
+    RawLimiter::new(limit, algorithm).map_or_else(|message| refuse(message, 0), into_handle)
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_free(limiter: u32) {
+    unsafe { free::<RawLimiter>(limiter) }
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_hit(limiter: u32, now: f64, cost: f64) -> u32 {
+    unsafe { object::<RawLimiter>(limiter) }.hit(now, cost)
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_peek(limiter: u32, now: f64, cost: f64) -> u32 {
+    unsafe { object::<RawLimiter>(limiter) }.peek(now, cost)
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_record(limiter: u32, now: f64, cost: f64) -> u32 {
+    unsafe { object::<RawLimiter>(limiter) }.record(now, cost)
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_respond(limiter: u32, now: f64, reserve: f64, cost: f64) -> u32 {
+    unsafe { object::<RawLimiter>(limiter) }.respond(now, reserve, cost)
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_reset(limiter: u32) {
+    unsafe { object::<RawLimiter>(limiter) }.reset();
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_limit(limiter: u32) -> String {
+    unsafe { object::<RawLimiter>(limiter) }.limit()
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_tokens(limiter: u32) -> f64 {
+    unsafe { object::<RawLimiter>(limiter) }.tokens()
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn limiter_window_ms(limiter: u32) -> f64 {
+    unsafe { object::<RawLimiter>(limiter) }.window_ms()
 }
 
 // The algorithms' names, space-separated, the default first.
@@ -277,35 +369,30 @@ pub fn algorithms() -> String {
     Algorithm::names(" ")
 }
 
-// What a response costs by its HTTP status: a `CostTable` written as text
-// (`"200:2 304:1 4xx:5 429:0 5xx:0"`, or the preset `"esi"`).
-#[wasm_bindgen]
+/// What a response costs by its HTTP status: a `CostTable` written as text
+/// (`"200:2 304:1 4xx:5 429:0 5xx:0"`, or the preset `"esi"`).
 pub struct RawCostTable {
     inner: CostTable,
 }
 
-#[wasm_bindgen]
 impl RawCostTable {
-    // Throws an `Error` with the core's message when the text is not a table.
-    #[wasm_bindgen(constructor, skip_jsdoc)]
-    pub fn new(text: &str) -> Result<RawCostTable, JsError> {
+    /// The table, or the core's message when the text is not one.
+    pub fn new(text: &str) -> Result<RawCostTable, String> {
         text.parse()
             .map(|inner| RawCostTable { inner })
-            .map_err(|e: trickle_core::costs::CostTableError| JsError::new(&e.message()))
+            .map_err(|e: trickle_core::costs::CostTableError| e.message())
     }
 
-    // The cost of a response with `status` (a whole number, checked by JS). Throws an
-    // `Error` saying which statuses the table prices when it has no entry for it.
-    #[wasm_bindgen(skip_jsdoc)]
-    pub fn cost(&self, status: f64) -> Result<f64, JsError> {
+    /// The cost of a response with `status` (a whole number, checked by JS), or the core's
+    /// message saying which statuses the table prices when it has no entry for it.
+    pub fn cost(&self, status: f64) -> Result<f64, String> {
         self.inner
             .cost(whole(status))
             .map(|cost| cost as f64)
-            .map_err(|e| JsError::new(&e.message()))
+            .map_err(|e| e.message())
     }
 
-    // Statuses to offer as buttons, one per entry in table order, space-separated.
-    #[wasm_bindgen(skip_jsdoc)]
+    /// Statuses to offer as buttons, one per entry in table order, space-separated.
     pub fn statuses(&self) -> String {
         let mut text = String::new();
         for status in self.inner.statuses() {
@@ -319,4 +406,31 @@ impl RawCostTable {
         }
         text
     }
+}
+
+// The exports on a cost table's handle, as the limiter's (the same SAFETY, with
+// `cost_table_new` and `cost_table_free`).
+
+// A new table's handle, or 0 with the core's message for `error()`.
+#[wasm_bindgen(skip_jsdoc)]
+pub fn cost_table_new(text: &str) -> u32 {
+    RawCostTable::new(text).map_or_else(|message| refuse(message, 0), into_handle)
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn cost_table_free(table: u32) {
+    unsafe { free::<RawCostTable>(table) }
+}
+
+// The cost, or -1 with the core's message for `error()`.
+#[wasm_bindgen(skip_jsdoc)]
+pub fn cost_table_cost(table: u32, status: f64) -> f64 {
+    unsafe { object::<RawCostTable>(table) }
+        .cost(status)
+        .unwrap_or_else(|message| refuse(message, -1.0))
+}
+
+#[wasm_bindgen(skip_jsdoc)]
+pub fn cost_table_statuses(table: u32) -> String {
+    unsafe { object::<RawCostTable>(table) }.statuses()
 }

@@ -15,7 +15,7 @@
 //! |---|---|
 //! | `new RawPolicy(policy, algorithm)` | throws an `Error` with the core's message for a bad policy (checked first) or algorithm |
 //! | `hit(now, cost)`, `peek(now, cost)` | the policy's outcome code (0 allowed, 1 denied, 2 exceeds a limit); the decision in the buffer |
-//! | `respond(now, reserve, cost)` | as `RawLimiter.respond`, for every limit: reserves in all of them or none, then settles in each |
+//! | `respond(now, reserve, cost)` | as `limiter_respond`, for every limit: reserves in all of them or none, then settles in each |
 //! | `reset()` | forgets everything spent |
 //! | `copy()` | a new `RawPolicy` in the same state, which decides apart from this one |
 //! | `text`, `algorithm`, `count` (getters) | `"burst=10/1s 1000/1h"` as the core writes it; `"floating"`; the count of limits |
@@ -144,7 +144,7 @@ impl RawPolicy {
         )
     }
 
-    // The flow of a server that prices its answers, as `RawLimiter.respond`, all at `now`:
+    // The flow of a server that prices its answers, as `limiter_respond`, all at `now`:
     // reserves `reserve` tokens in every limit if all of them have room, then settles the
     // request at `cost` in each. A refusal costs nothing and is written with a cost of 0.
     #[wasm_bindgen(skip_jsdoc)]

@@ -48,7 +48,7 @@ pub struct RawReplay {
 impl RawReplay {
     #[wasm_bindgen(constructor, skip_jsdoc)]
     pub fn new(limit: &str, algorithm: &str) -> Result<RawReplay, JsError> {
-        let limiter = super::limiter(limit, algorithm)?;
+        let limiter = super::limiter(limit, algorithm).map_err(|message| JsError::new(&message))?;
         Ok(RawReplay {
             replay: Replay::new(limiter.limit(), limiter.algorithm()),
             limiter,

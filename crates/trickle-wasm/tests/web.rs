@@ -3,24 +3,25 @@
 //!
 //! Only the translation is tested here: outcome codes, the decision buffer read the way the
 //! JS wrapper reads it (a `Float64Array` over the wasm memory), getters, `respond` (the
-//! core's reserve-then-settle flow at one moment) and an `Error` with the core's exact
-//! message for every bad limit, algorithm or cost table. The arithmetic itself is the
-//! core's, tested natively in the crate's other test files.
+//! core's reserve-then-settle flow at one moment), the core's exact message for every bad
+//! limit, algorithm or cost table, and the handles the exports take. The arithmetic itself
+//! is the core's, tested natively in the crate's other test files.
 //!
 //! The binding is a cdylib only (an rlib beside it would grow the widget's wasm), so its
-//! source is compiled in here as a module: the same exports, called directly, and through
-//! the glue wasm-bindgen generates for this test module.
+//! source is compiled in here as a module: the same exports, called directly.
 #![cfg(target_arch = "wasm32")]
 
 #[path = "../src/lib.rs"]
 mod binding;
 
 use binding::{
-    algorithms, decision_buffer, field, RawCostTable, RawLimiter, ALLOWED, DECISION_FIELDS, DENIED,
-    EXCEEDS_LIMIT,
+    algorithms, cost_table_cost, cost_table_free, cost_table_new, cost_table_statuses,
+    decision_buffer, error, field, limiter_free, limiter_hit, limiter_limit, limiter_new,
+    limiter_peek, limiter_record, limiter_reset, limiter_respond, limiter_tokens,
+    limiter_window_ms, RawCostTable, RawLimiter, ALLOWED, DECISION_FIELDS, DENIED, EXCEEDS_LIMIT,
 };
-use js_sys::{Error, Float64Array, Function, Reflect, WebAssembly};
-use wasm_bindgen::{JsCast, JsError, JsValue};
+use js_sys::{Float64Array, WebAssembly};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 /// How every cost-table message that is not about a class ends.
@@ -30,16 +31,7 @@ macro_rules! table_form {
     };
 }
 fn limiter(limit: &str, algorithm: &str) -> RawLimiter {
-    RawLimiter::new(limit, algorithm).unwrap_or_else(|err| panic!("{}", message(err)))
-}
-
-/// The message of the JS `Error` a binding threw; it must be a plain `Error`, not a
-/// `TypeError` or a wasm trap.
-fn message(err: JsError) -> String {
-    let value = JsValue::from(err);
-    let error: &Error = value.dyn_ref().expect("bindings throw JS Error objects");
-    assert_eq!(error.name(), "Error");
-    error.message().into()
+    RawLimiter::new(limit, algorithm).unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// The decision buffer as the JS wrapper sees it: a view of the wasm memory at the offset
@@ -325,8 +317,8 @@ fn algorithms_lists_the_core_names_default_first() {
     }
 }
 
-/// `new RawLimiter(limit, algorithm)`, one row per bad input: the arguments and the exact
-/// message of the `Error` it throws, the core's own.
+/// `RawLimiter::new(limit, algorithm)`, one row per bad input: the arguments and the exact
+/// message it refuses with, the core's own, which the JS wrapper throws.
 #[rustfmt::skip]
 const BAD_LIMITERS: &[(&str, &str, &str)] = &[
     ("0/8s",       "floating", r#"a limit needs at least 1 token per window, got 0"#),
@@ -356,48 +348,57 @@ fn bad_limits_and_algorithms_throw_the_core_message() {
     for (limit, algorithm, expected) in BAD_LIMITERS {
         match RawLimiter::new(limit, algorithm) {
             Ok(_) => panic!("{limit:?}, {algorithm:?} was accepted"),
-            Err(err) => assert_eq!(message(err), *expected, "{limit:?}, {algorithm:?}"),
+            Err(err) => assert_eq!(err, *expected, "{limit:?}, {algorithm:?}"),
         }
     }
 }
 
-/// What `js`, run with `RawLimiter` and `RawCostTable` in scope as a page has them, threw:
-/// a plain `Error`'s message. Checks the generated glue throws what the Rust side returns.
-fn thrown_in_js(js: &str) -> String {
-    let limiter_class = Reflect::get(&limiter("6/8s", "floating").into(), &"constructor".into());
-    let table_class = Reflect::get(&table("esi").into(), &"constructor".into());
-    let thrown = Function::new_with_args("RawLimiter, RawCostTable", js)
-        .call2(
-            &JsValue::NULL,
-            &limiter_class.unwrap(),
-            &table_class.unwrap(),
-        )
-        .expect_err(js);
-    let error: &Error = thrown
-        .dyn_ref()
-        .unwrap_or_else(|| panic!("{js}: {thrown:?}"));
-    assert_eq!(error.name(), "Error", "{js}");
-    error.message().into()
-}
-
+/// The exports JS calls: handles that reach the same objects, 0 (or a cost of -1) for a
+/// refusal, with the core's message from `error()`, which a second call finds taken.
 #[wasm_bindgen_test]
-fn the_glue_throws_plain_errors() {
+fn the_exports_work_on_handles_and_leave_refusals_to_error() {
+    let handle = limiter_new("6/8s", "sliding-log");
+    assert_ne!(handle, 0);
+    assert_eq!(limiter_limit(handle), "6/8s");
     assert_eq!(
-        thrown_in_js(r#"new RawLimiter("6/8s", "leaky")"#),
+        (limiter_tokens(handle), limiter_window_ms(handle)),
+        (6.0, 8_000.0)
+    );
+    assert_eq!(limiter_hit(handle, 0.0, 5.0), ALLOWED);
+    assert_eq!(limiter_record(handle, 0.0, 1.0), ALLOWED);
+    assert_eq!(limiter_peek(handle, 1.0, 1.0), DENIED);
+    assert_eq!(limiter_respond(handle, 1.0, 7.0, 1.0), EXCEEDS_LIMIT);
+    limiter_reset(handle);
+    assert_eq!(limiter_hit(handle, 2.0, 6.0), ALLOWED);
+    assert_eq!(fields()[field::USED], 6.0);
+    limiter_free(handle);
+
+    assert_eq!(limiter_new("6/8s", "leaky"), 0);
+    assert_eq!(
+        error(),
         r#"unknown algorithm "leaky"; use floating, sliding-log, fixed or token-bucket"#
     );
+    assert_eq!(error(), "");
+
+    let esi = cost_table_new("esi");
+    assert_ne!(esi, 0);
+    assert_eq!(cost_table_statuses(esi), "200 304 404 500");
+    assert_eq!(cost_table_cost(esi, 404.0), 5.0);
+    assert_eq!(cost_table_cost(esi, 101.0), -1.0);
     assert_eq!(
-        thrown_in_js(r#"new RawCostTable("esi").cost(101)"#),
+        error(),
         "status 101 has no cost in this table, which prices 2xx, 3xx, 4xx, 429 and 5xx"
     );
+    cost_table_free(esi);
+    assert_eq!(cost_table_new(""), 0);
     assert_eq!(
-        thrown_in_js(r#"new RawCostTable("")"#),
+        error(),
         concat!("a cost table needs at least one entry; ", table_form!())
     );
 }
 
 fn table(text: &str) -> RawCostTable {
-    RawCostTable::new(text).unwrap_or_else(|err| panic!("{}", message(err)))
+    RawCostTable::new(text).unwrap_or_else(|err| panic!("{err}"))
 }
 
 #[wasm_bindgen_test]
@@ -416,7 +417,7 @@ fn esi_costs_by_status() {
         (70_000.0, "status 70000 has no cost in this table, which prices 2xx, 3xx, 4xx, 429 and 5xx"),
     ];
     for (status, expected) in refused {
-        assert_eq!(esi.cost(status).map_err(message), Err(expected.to_string()));
+        assert_eq!(esi.cost(status), Err(expected.to_string()));
     }
 }
 
@@ -427,7 +428,7 @@ fn a_written_table_prices_and_offers_its_statuses() {
     assert_eq!(written.cost(200.0).ok(), Some(2.0));
     assert_eq!(written.cost(429.0).ok(), Some(0.0));
     assert_eq!(
-        written.cost(201.0).map_err(message),
+        written.cost(201.0),
         Err("status 201 has no cost in this table, which prices 200, 304, 4xx, 429 and 5xx".into())
     );
     assert_eq!(table("1xx:0 404:3 4xx:1").statuses(), "100 404 400");
@@ -448,7 +449,7 @@ fn bad_tables_throw_the_core_message() {
     for (text, expected) in BAD_TABLES {
         match RawCostTable::new(text) {
             Ok(_) => panic!("{text:?} was accepted"),
-            Err(err) => assert_eq!(message(err), *expected, "{text:?}"),
+            Err(err) => assert_eq!(err, *expected, "{text:?}"),
         }
     }
 }
