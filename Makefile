@@ -34,8 +34,10 @@ build: package cli
 
 # The release WebAssembly build of crates/trickle-wasm and its JS glue, in www/pkg/, where
 # the element's source imports it from: what `wasm-pack build --profile wasm-release` makes,
-# byte for byte, in three steps (and the named copy below), so that building needs no wasm-pack (a fresh machine would
-# compile it first, for minutes); the tests still use it for `wasm-pack test`. wasm-opt: its
+# in three steps (and the named copy below), so that building needs no wasm-pack (a fresh machine would
+# compile it first, for minutes); the tests still use it for `wasm-pack test`. The glue
+# passes strings with TextEncoder.encodeInto alone, which every engine the package supports
+# has, without the fallback for engines that lack it. wasm-opt: its
 # default -O, and strip the two custom sections no browser reads (which tools built the
 # module, and the features it was compiled with). The same, optimised alike but keeping the
 # functions' names, goes to target/package/ for `make size`'s table of where the wasm's
@@ -44,7 +46,7 @@ WASM_OUT = target/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
 WASM_NAMED = target/package/trickle_bg.named.wasm
 wasm: setup
 	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release
-	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle $(WASM_OUT)
+	wasm-bindgen --target web --encode-into always --out-dir $(PKG) --out-name trickle $(WASM_OUT)
 	@mkdir -p target/package
 	wasm-opt -O -g --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(WASM_NAMED)
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_bg.wasm -o $(PKG)/trickle_bg.wasm
@@ -59,7 +61,7 @@ WASM_EXTRAS_OUT = target/wasm-extras/wasm32-unknown-unknown/wasm-release/trickle
 wasm-extras: setup
 	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release \
 		--features extras --target-dir target/wasm-extras
-	wasm-bindgen --target web --out-dir $(PKG) --out-name trickle_extras $(WASM_EXTRAS_OUT)
+	wasm-bindgen --target web --encode-into always --out-dir $(PKG) --out-name trickle_extras $(WASM_EXTRAS_OUT)
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_extras_bg.wasm -o $(PKG)/trickle_extras_bg.wasm
 
 # The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
