@@ -228,8 +228,8 @@ function wasmFunctions(file) {
 
 /** The part of the module a function belongs to, from its (mangled) name; the first match. */
 const WASM_PARTS = [
-  ["the exports (each with what the compiler inlined into it)", /^(rawlimiter_|rawcosttable_|algorithms$|decision_buffer$)/],
-  ["wasm-bindgen's runtime (externref table, borrow flags, strings in and out)", /wasm_bindgen|wbindgen|externref/],
+  ["the exports (each with what the compiler inlined into it)", /^(limiter_\w+|cost_table_\w+|algorithms|decision_buffer|error)( multivalue shim)?$/],
+  ["wasm-bindgen's runtime (externref table, strings in and out)", /wasm_bindgen|wbindgen|externref/],
   ["the algorithms and the bucket that dispatches over them", /trickle_core.*(algorithms|stores)/],
   ["limits, algorithm names and cost tables: parsing and messages", /trickle_core/],
   ["the binding's own: the decision buffer's writer, the allocator", /trickle_wasm/],
