@@ -172,7 +172,7 @@ lint: clippy semver
 # The library's users get the core alone: no dependency of the CLI's or the binding's. The
 # docs' Rust client is not a default member, so it is named.
 clippy:
-	$(CARGO) clippy --locked --all-targets --features trickle-tower/redis -- -D warnings
+	$(CARGO) clippy --locked --all-targets --features trickle-tower/redis,trickle-redis/cluster -- -D warnings
 	@if $(CARGO) tree --locked -p trickle-core -e normal --prefix none | grep -vx 'trickle-core v[^ ]* ([^)]*)' | grep .; then \
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
@@ -194,18 +194,19 @@ semver: setup-test
 # tests and its examples; scripts/setup.sh test installs that toolchain through rustup.
 MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv: setup-test
-	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis
+	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis,trickle-redis/cluster
 
-# Unit, integration, CLI, Redis (a private redis-server each test starts), the tower layer
+# Unit, integration, CLI, Redis (a private redis-server each test starts; a Redis Cluster
+# of six per cluster suite, trickle-redis's cluster feature), the tower layer
 # through real HTTP (with its Redis backend, a feature) and doc tests, natively.
 unit: unit-build
 	@$(MAKE) --no-print-directory unit-run
 
 unit-build: setup-test
-	$(CARGO) test --locked --features trickle-tower/redis --no-run
+	$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster --no-run
 
 unit-run:
-	$(CARGO) test --locked --features trickle-tower/redis
+	$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster
 
 # The loom model of the concurrent limiter's compare-and-swap (tests/loom): every
 # interleaving of a few threads on one packed key. Its own target folder, since the cfg
@@ -217,7 +218,7 @@ loom:
 
 # The API docs build without a broken link or a warning.
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis,trickle-redis/cluster
 
 # The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
 # Chromium; the opt-in modes' (tests/replay.rs and tests/policy.rs, `--features extras`)

@@ -22,6 +22,12 @@
 -- cost 0) changes the log only by that pruning, and writes at all only when its time is
 -- later than any seen before: the core reads a clock that went backwards as the latest
 -- time seen, so that time is part of every later decision.
+--
+-- A write logs first and prunes after, and nothing touches the log once it is empty: an
+-- empty list is a deleted key, and on a Redis Cluster node moving the slot away
+-- (MIGRATING) a script may not touch a key that is not there, not even one it deleted
+-- itself ("Script attempted to access a non local key"); the script would stop halfway,
+-- its writes so far kept.
 
 local keys_per_limit = 2
 
@@ -37,6 +43,8 @@ local function open(keys, tokens, window)
     local seen = tonumber(stored[2]) or 0
 
     local at, ahead = decided_at(seen)
+    -- Kept up to date by every write, so that an emptied log is never touched again.
+    local length = redis.call('LLEN', log)
 
     -- Calls visit(spent_at, spent) on the entries from index `first` on, oldest first,
     -- until it returns true; returns the index of that entry, or the log's length. Reads in
@@ -73,10 +81,12 @@ local function open(keys, tokens, window)
     end)
     local used = total - gone
 
-    -- Drops the entries that no longer count, once.
+    -- Drops the entries that no longer count, once: the last thing done to the log but
+    -- for keeping it, which `keep` leaves alone when this emptied it.
     local function prune()
         if expired > 0 then
             redis.call('LTRIM', log, expired, -1)
+            length = length - expired
             expired = 0
         end
     end
@@ -87,7 +97,10 @@ local function open(keys, tokens, window)
     local function keep()
         redis.call('HSET', hash, 'total', int(total), 'seen', int(at))
         used = total
-        local newest = redis.call('LINDEX', log, -1)
+        local newest = nil
+        if length > 0 then
+            newest = redis.call('LINDEX', log, -1)
+        end
         local counts = 0
         if newest then
             local newest_at = parse(newest)
@@ -97,13 +110,14 @@ local function open(keys, tokens, window)
             counts = EXACT - grace
         end
         redis.call('PEXPIRE', hash, int(counts + grace))
-        redis.call('PEXPIRE', log, int(counts + grace))
+        if length > 0 then
+            redis.call('PEXPIRE', log, int(counts + grace))
+        end
     end
 
-    -- Drops the expired entries, logs `more` at `at` (merged into the newest entry when
-    -- that is at `at` too), and keeps both keys.
+    -- Logs `more` at `at` (merged into the newest entry when that is at `at` too; an
+    -- expired newest entry is older), drops the expired entries, and keeps both keys.
     local function save(more)
-        prune()
         total = used + more
         if more > 0 then
             local newest = redis.call('LINDEX', log, -1)
@@ -115,17 +129,19 @@ local function open(keys, tokens, window)
                 redis.call('LSET', log, -1, int(at) .. ':' .. int(newest_cost + more))
             else
                 redis.call('RPUSH', log, int(at) .. ':' .. int(more))
+                length = length + 1
             end
         end
+        prune()
         keep()
     end
 
-    -- The newest entry logged at or before `ms` in the pruned log: its index from the head,
+    -- The newest entry logged at or before `ms`: its index from the head,
     -- its time, its cost and its text; nil when every entry is later. Read from the tail in
     -- chunks that double from one, as a settle's reservation is usually among the newest
     -- entries.
     local function newest_until(ms)
-        local last, size = redis.call('LLEN', log) - 1, 1
+        local last, size = length - 1, 1
         while last >= 0 do
             local first = last - size + 1
             if first < 0 then
@@ -194,8 +210,10 @@ local function open(keys, tokens, window)
     -- A settle's difference on its reservation's entry, as the core's settle: more is
     -- logged at the reservation's time (in time order, merged into that millisecond's
     -- entry); a refund takes back at most what that entry holds, and drops it once empty.
+    -- Before the pruning, which leaves every index this uses in place: the reservation
+    -- still counts (at − reserved_at < W), so its own entry and any written after it are
+    -- not expired, and every expired entry is older than it.
     function bucket.adjust(sign, amount)
-        prune()
         local index, spent_at, spent, entry = newest_until(reserved_at)
         local own = spent_at == reserved_at
         if sign > 0 then
@@ -204,8 +222,10 @@ local function open(keys, tokens, window)
                 redis.call('LSET', log, index, int(reserved_at) .. ':' .. int(spent + amount))
             elseif index then
                 redis.call('LINSERT', log, 'AFTER', entry, logged)
+                length = length + 1
             else
                 redis.call('LPUSH', log, logged)
+                length = length + 1
             end
             total = used + amount
         elseif own then
@@ -216,6 +236,7 @@ local function open(keys, tokens, window)
             if taken == spent then
                 -- One entry per millisecond, so its text is unique in the log.
                 redis.call('LREM', log, 1, entry)
+                length = length - 1
             else
                 redis.call('LSET', log, index, int(reserved_at) .. ':' .. int(spent - taken))
             end
@@ -223,6 +244,7 @@ local function open(keys, tokens, window)
         else
             total = used
         end
+        prune()
         keep()
     end
 

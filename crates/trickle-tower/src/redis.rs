@@ -1,5 +1,6 @@
-//! Buckets in Redis, shared by every process that points at the same server: trickle-redis's
-//! scripts, one round trip per decision, on the redis crate's [`ConnectionManager`].
+//! Buckets in Redis, shared by every process that points at the same server or cluster:
+//! trickle-redis's scripts, one round trip per decision, on the redis crate's
+//! [`ConnectionManager`] or (the `redis-cluster` feature) its async cluster connection.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -42,10 +43,23 @@ use crate::share::{Share, ShareError};
 /// # Ok(())
 /// # }
 /// ```
+///
+/// On a Redis Cluster, [`Redis::cluster`] (the `redis-cluster` feature): every key of a
+/// decision is in one hash tag, so each script runs on the master of its slot, and the
+/// cluster connection follows MOVED and ASK (a slot moved between masters) and waits out
+/// TRYAGAIN (a slot half moved) and CLUSTERDOWN by itself.
 #[derive(Clone)]
 pub struct Redis {
     groups: HashMap<String, RedisPolicyLimiter>,
-    conn: ConnectionManager,
+    conn: Connection,
+}
+
+/// The one connection every decision goes over: to one server, or to a cluster.
+#[derive(Clone)]
+enum Connection {
+    Server(ConnectionManager),
+    #[cfg(feature = "redis-cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
 }
 
 impl fmt::Debug for Redis {
@@ -61,7 +75,37 @@ impl Redis {
     pub fn new(conn: ConnectionManager) -> Redis {
         Redis {
             groups: HashMap::new(),
-            conn,
+            conn: Connection::Server(conn),
+        }
+    }
+
+    /// A backend on a Redis Cluster, over `conn`, with no group yet (the `redis-cluster`
+    /// feature). The connection's retries bound how long a decision waits through a
+    /// failover before it fails and the layer's rule decides (they also follow the
+    /// redirections, so keep a few): the redis crate's
+    /// [`ClusterClientBuilder`](redis::cluster::ClusterClientBuilder) sets them.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use trickle_core::Algorithm;
+    /// use trickle_redis::{Clock, RedisPolicyLimiter};
+    /// use trickle_tower::Redis;
+    ///
+    /// let nodes = ["redis://10.0.0.1:6379/", "redis://10.0.0.2:6379/"];
+    /// let client = redis::cluster::ClusterClient::new(nodes)?;
+    /// let conn = client.get_async_connection().await?;
+    /// let fitting = RedisPolicyLimiter::new(Algorithm::Floating, "6/8s".parse()?, "api:fitting")?
+    ///     .with_clock(Clock::Server);
+    /// let backend = Redis::cluster(conn).with_group("fitting", fitting);
+    /// # let _ = backend;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "redis-cluster")]
+    pub fn cluster(conn: redis::cluster_async::ClusterConnection) -> Redis {
+        Redis {
+            groups: HashMap::new(),
+            conn: Connection::Cluster(conn),
         }
     }
 
@@ -136,6 +180,12 @@ pub enum RedisBackendError {
     /// Redis failed, timed out, or answered something else; [`RedisError::is_outage`]
     /// tells which.
     Redis(RedisError),
+    /// A Redis Cluster still answered MOVED or ASK once the cluster connection had
+    /// followed all the redirections its retries allow: the slot's master is changing (a
+    /// failover, a reshard), an outage. (From one server's connection, MOVED is a
+    /// [`Redis`](RedisBackendError::Redis) data error instead: a client that cannot
+    /// follow it.)
+    Redirected(RedisError),
 }
 
 impl fmt::Display for RedisBackendError {
@@ -143,6 +193,11 @@ impl fmt::Display for RedisBackendError {
         match self {
             RedisBackendError::UnknownGroup(error) => error.fmt(f),
             RedisBackendError::Redis(error) => error.fmt(f),
+            RedisBackendError::Redirected(error) => write!(
+                f,
+                "the Redis Cluster kept redirecting the decision (its slots are moving, or a \
+                 master is failing over): {error}"
+            ),
         }
     }
 }
@@ -151,7 +206,7 @@ impl std::error::Error for RedisBackendError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RedisBackendError::UnknownGroup(error) => Some(error),
-            RedisBackendError::Redis(error) => Some(error),
+            RedisBackendError::Redis(error) | RedisBackendError::Redirected(error) => Some(error),
         }
     }
 }
@@ -170,6 +225,7 @@ impl Backend for Redis {
             RedisBackendError::UnknownGroup(_) => Failure::Data {
                 problem: "this route's rate limit is not configured",
             },
+            RedisBackendError::Redirected(_) => Failure::Outage,
             RedisBackendError::Redis(error) if error.is_outage() => Failure::Outage,
             RedisBackendError::Redis(error) => Failure::Data {
                 problem: error.problem(),
@@ -195,10 +251,32 @@ impl Backend for Redis {
                     group: group.to_string(),
                 })
             })?;
-            limiter
-                .decide_async(&mut conn, key, op, now_ms, cost)
-                .await
-                .map_err(RedisBackendError::Redis)
+            match &mut conn {
+                Connection::Server(conn) => limiter
+                    .decide_async(conn, key, op, now_ms, cost)
+                    .await
+                    .map_err(RedisBackendError::Redis),
+                #[cfg(feature = "redis-cluster")]
+                Connection::Cluster(conn) => limiter
+                    .decide_async(conn, key, op, now_ms, cost)
+                    .await
+                    .map_err(|error| match &error {
+                        RedisError::Redis(redis) if redirected(redis) => {
+                            RedisBackendError::Redirected(error)
+                        }
+                        _ => RedisBackendError::Redis(error),
+                    }),
+            }
         }
     }
+}
+
+/// Whether the server's answer was MOVED or ASK.
+#[cfg(feature = "redis-cluster")]
+fn redirected(error: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    matches!(
+        error.kind(),
+        ErrorKind::Server(ServerErrorKind::Moved | ServerErrorKind::Ask)
+    )
 }

@@ -50,8 +50,9 @@ pub struct ReplayArgs {
     pub algorithm: Algorithm,
     /// The reference to compare every decision with (`--compare`), usually the sliding log.
     pub compare: Option<Algorithm>,
-    /// Decide through the Redis scripts on this server (`--redis URL`) instead of in process.
-    pub redis: Option<String>,
+    /// Decide through the Redis scripts on this server (`--redis URL`) or cluster
+    /// (`--redis-cluster URL[,URL…]`) instead of in process.
+    pub redis: Option<RedisTarget>,
     pub input: Input,
 }
 
@@ -61,8 +62,10 @@ pub struct ServeArgs {
     /// The TOML file naming the route groups, their limits and the CORS origins.
     pub config: PathBuf,
     pub listen: SocketAddr,
-    /// Keep the buckets on this Redis server (`--redis URL`) instead of in process.
-    pub redis: Option<String>,
+    /// Keep the buckets on this Redis server (`--redis URL`) or cluster
+    /// (`--redis-cluster URL[,URL…]`, or the config file's `redis_cluster`) instead of in
+    /// process; the file's is filled in once the file is read.
+    pub redis: Option<RedisTarget>,
     /// What a request gets while Redis cannot decide it.
     pub on_failure: OnFailure,
     /// The timeouts and the cap on connections (`--header-timeout`, `--idle-timeout`,
@@ -79,6 +82,32 @@ pub struct ServeArgs {
     /// Serve the layer's counters for Prometheus at `/metrics` on this address
     /// (`--metrics ADDRESS`); none unless given.
     pub metrics: Option<SocketAddr>,
+}
+
+/// Where the buckets live when not in this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// One server (`--redis URL`).
+    Server(String),
+    /// A Redis Cluster, found from these of its nodes (`--redis-cluster URL[,URL…]`): at
+    /// least one, each a URL the redis crate reads.
+    Cluster(Vec<String>),
+}
+
+impl RedisTarget {
+    /// The flag that names it.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            RedisTarget::Server(_) => "--redis",
+            RedisTarget::Cluster(_) => "--redis-cluster",
+        }
+    }
+}
+
+/// `--redis-cluster`'s nodes: URLs apart by commas, none empty.
+pub fn cluster_urls(text: &str) -> Option<Vec<String>> {
+    let urls: Vec<String> = text.split(',').map(|url| url.trim().to_string()).collect();
+    urls.iter().all(|url| !url.is_empty()).then_some(urls)
 }
 
 /// Where the request log comes from.
@@ -105,8 +134,12 @@ pub enum UsageError {
     Compare(AlgorithmError),
     /// The same flag twice: which one was meant is a guess, so do not guess.
     Repeated(&'static str),
-    /// `--redis` with `--compare`: the comparison runs in process only.
-    RedisWithCompare,
+    /// `--redis` or `--redis-cluster` with `--compare`: the comparison runs in process only.
+    RedisWithCompare(&'static str),
+    /// Both `--redis` and `--redis-cluster`: one place for the buckets.
+    RedisAndCluster,
+    /// A `--redis-cluster` list with an empty entry.
+    ClusterUrls(String),
     /// `serve` without `--config`.
     MissingConfig,
     /// `--listen` is not an IP address and a port.
@@ -169,10 +202,21 @@ impl fmt::Display for UsageError {
             UsageError::Algorithm(error) => write!(f, "invalid --algorithm: {error}"),
             UsageError::Compare(error) => write!(f, "invalid --compare: {error}"),
             UsageError::Repeated(flag) => write!(f, "{flag} is given more than once; give it once"),
-            UsageError::RedisWithCompare => write!(
+            UsageError::RedisWithCompare(flag) => write!(
                 f,
-                "--compare runs both limiters in process and cannot be combined with --redis; \
+                "--compare runs both limiters in process and cannot be combined with {flag}; \
                  give one of them"
+            ),
+            UsageError::RedisAndCluster => write!(
+                f,
+                "--redis (one server) and --redis-cluster (a Redis Cluster) both name where the \
+                 buckets live; give one of them"
+            ),
+            UsageError::ClusterUrls(text) => write!(
+                f,
+                "invalid --redis-cluster {text:?}: expected the URLs of one or more of the \
+                 cluster's nodes apart by commas, as in \
+                 redis://10.0.0.1:6379/,redis://10.0.0.2:6379/"
             ),
             UsageError::MissingConfig => write!(
                 f,
@@ -259,6 +303,7 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut algorithm: Option<String> = None;
     let mut compare: Option<String> = None;
     let mut redis: Option<String> = None;
+    let mut cluster: Option<String> = None;
     let mut input: Option<OsString> = None;
     while let Some(arg) = parser.next()? {
         match arg {
@@ -269,6 +314,9 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             }
             Long("compare") => set_once(&mut compare, "--compare", parser.value()?.string()?)?,
             Long("redis") => set_once(&mut redis, "--redis", parser.value()?.string()?)?,
+            Long("redis-cluster") => {
+                set_once(&mut cluster, "--redis-cluster", parser.value()?.string()?)?
+            }
             Value(path) if input.is_none() => input = Some(path),
             Value(path) => return Err(UsageError::SecondInput(path)),
             _ => return Err(arg.unexpected().into()),
@@ -286,16 +334,17 @@ fn parse_replay(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let compare = compare
         .map(|name| name.parse().map_err(UsageError::Compare))
         .transpose()?;
-    if redis.is_some() && compare.is_some() {
-        return Err(UsageError::RedisWithCompare);
+    let redis = redis_target(redis, cluster)?;
+    if let (Some(redis), Some(_)) = (&redis, compare) {
+        return Err(UsageError::RedisWithCompare(redis.flag()));
     }
     let policy: Policy = limit;
     if policy.len() > 1 {
         if compare.is_some() {
             return Err(UsageError::PolicyWith("--compare"));
         }
-        if redis.is_some() {
-            return Err(UsageError::PolicyWith("--redis"));
+        if let Some(redis) = &redis {
+            return Err(UsageError::PolicyWith(redis.flag()));
         }
     }
     let input = match input {
@@ -316,6 +365,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     let mut config: Option<OsString> = None;
     let mut listen: Option<String> = None;
     let mut redis: Option<String> = None;
+    let mut cluster: Option<String> = None;
     let mut on_failure: Option<String> = None;
     let mut header_timeout: Option<String> = None;
     let mut idle_timeout: Option<String> = None;
@@ -336,6 +386,9 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
             }
             Long("listen") => set_once(&mut listen, "--listen", parser.value()?.string()?)?,
             Long("redis") => set_once(&mut redis, "--redis", parser.value()?.string()?)?,
+            Long("redis-cluster") => {
+                set_once(&mut cluster, "--redis-cluster", parser.value()?.string()?)?
+            }
             Long("on-failure") => {
                 set_once(&mut on_failure, "--on-failure", parser.value()?.string()?)?
             }
@@ -375,6 +428,7 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
     }
 
     let config = PathBuf::from(config.ok_or(UsageError::MissingConfig)?);
+    let redis = redis_target(redis, cluster)?;
     let listen = listen.as_deref().unwrap_or(DEFAULT_LISTEN);
     let listen = listen
         .parse()
@@ -449,6 +503,22 @@ fn parse_serve(mut parser: lexopt::Parser) -> Result<Command, UsageError> {
         max_keys,
         metrics,
     }))
+}
+
+/// `--redis` or `--redis-cluster`, not both.
+fn redis_target(
+    redis: Option<String>,
+    cluster: Option<String>,
+) -> Result<Option<RedisTarget>, UsageError> {
+    match (redis, cluster) {
+        (Some(_), Some(_)) => Err(UsageError::RedisAndCluster),
+        (Some(url), None) => Ok(Some(RedisTarget::Server(url))),
+        (None, Some(text)) => match cluster_urls(&text) {
+            Some(urls) => Ok(Some(RedisTarget::Cluster(urls))),
+            None => Err(UsageError::ClusterUrls(text)),
+        },
+        (None, None) => Ok(None),
+    }
 }
 
 /// The value of the duration flag `flag`, `default` when absent, at most `max`.

@@ -14,7 +14,10 @@ such limits, for a docs page to call (see Serving, below).
 Usage:
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] [--compare NAME] [FILE]
   trickle replay --limit TOKENS/WINDOW [--algorithm NAME] --redis URL [FILE]
-  trickle serve --config FILE [--listen ADDRESS] [--redis URL]
+  trickle replay --limit TOKENS/WINDOW [--algorithm NAME] --redis-cluster URL[,URL...]
+                 [FILE]
+  trickle serve --config FILE [--listen ADDRESS]
+                [--redis URL | --redis-cluster URL[,URL...]]
                 [--on-failure open|closed|fallback] [--fallback-share SHARE]
                 [--header-timeout D] [--idle-timeout D] [--max-connections N]
                 [--drain-timeout D] [--max-window D] [--max-keys N]
@@ -37,6 +40,11 @@ Options:
                          buckets a fleet of servers could share. Each run decides in a
                          key of its own, trickle-replay:PID-TIME, which expires by
                          itself; the log's times are the clock.
+  --redis-cluster URL[,URL...]
+                         The same on a Redis Cluster, found from these of its nodes
+                         (redis://HOST:PORT/, one reachable is enough): each script runs
+                         on the master of its key's slot, and a slot moved between
+                         masters is followed. Not with --redis.
   FILE                   The request log; stdin when absent or `-`.
   -h, --help             This text.
   -V, --version          The version.
@@ -159,12 +167,20 @@ Serving (trickle serve):
                          keys {trickle-serve:GROUP:CLIENT}:ALGORITHM, CLIENT with %, {, }
                          and : written %25, %7B, %7D and %3A, decided on Redis's clock.
                          Redis must be up when serve starts, or serve exits with code 1.
+  --redis-cluster URL[,URL...]
+                         The same on a Redis Cluster, found from these of its nodes
+                         (redis://HOST:PORT/, one reachable is enough), each key on the
+                         master of its slot, decided on that master's clock; the config
+                         file's redis_cluster when neither flag is given. Not with
+                         --redis. A decision waits through a moved slot, and fails
+                         within seconds while a master is down (until its replica takes
+                         over), when --on-failure decides it.
   --on-failure open|closed|fallback
                          What a request gets while Redis cannot decide it (down, or no
                          answer within 1 s): open, the default, lets it through
                          uncharged; closed answers 503 with Retry-After: 1; fallback
                          decides it in this process with --fallback-share of the limit.
-                         Either way a warning is logged. Only matters with --redis. A
+                         Either way a warning is logged. Only matters with Redis. A
                          Redis that answers with an error about the request's own key (a
                          key of the wrong type) is no outage: 500, and an error logged.
   --fallback-share SHARE
@@ -230,6 +246,10 @@ Serving (trickle serve):
                               # browsers send them: [\"https://docs.example.com\"]
     headers = \"esi\"           # optional: esi (X-Ratelimit-*, the default), ietf
                               # (RateLimit-Policy and RateLimit) or both
+    redis_cluster = [\"redis://10.0.0.1:6379/\"]
+                              # optional: the buckets on this Redis Cluster, as
+                              # --redis-cluster, unless --redis or --redis-cluster
+                              # is given
     [[group]]                 # one or more
     name = \"fitting\"          # sent back in X-Ratelimit-Group
     limit = \"6/8s\"            # TOKENS/WINDOW, or a policy, as --limit; each window
@@ -267,6 +287,7 @@ Exit codes:
      taken, the --metrics address is taken, Redis is unreachable)
   2  the command line is wrong: an unknown option, a missing or malformed --limit, an
      unknown --algorithm or --compare, a missing --config, a malformed --listen, --redis,
+     --redis-cluster (or both given),
      --on-failure, --fallback-share (or one that leaves a group no token),
      --header-timeout, --idle-timeout, --max-connections, --drain-timeout, --max-window,
      --max-keys or --metrics

@@ -11,15 +11,14 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use redis::Connection;
 use trickle_core::compare::{Accuracy, Comparison, Verdict};
 use trickle_core::replay::Replay;
-use trickle_core::{Decision, Limiter, Op, Outcome, Policy, PolicyDecision, PolicyLimiter, Store};
-use trickle_redis::{RedisError, RedisStore};
+use trickle_core::{Decision, Limiter, Outcome, Policy, PolicyDecision, PolicyLimiter};
+use trickle_redis::RedisError;
 
 use crate::cli::args::ReplayArgs;
 use crate::cli::log::{InputError, RequestLog};
-use crate::cli::redis::{connect, RedisSetupError};
+use crate::cli::redis::{connect, Decide, RedisSetupError};
 
 /// The output's header; the help text shows the same line.
 pub const OUTPUT_HEADER: &str = "t_ms,cost,allowed,used,remaining,retry_after_ms";
@@ -67,7 +66,7 @@ impl fmt::Display for Summary {
 pub enum ReplayError {
     Input(InputError),
     Write(io::Error),
-    /// `--redis` could not start.
+    /// `--redis` or `--redis-cluster` could not start.
     RedisSetup(RedisSetupError),
     /// Redis could not decide the request at `t_ms`; the rows before it were written.
     Redis {
@@ -95,7 +94,7 @@ enum Judge {
     /// A policy of several limits, all or nothing.
     Policy(Box<PolicyLimiter>),
     Compared(Box<Comparison>),
-    Redis(Box<RedisStore<Connection>>, String),
+    Redis(Decide),
 }
 
 /// Decides every request of `input` with `Limiter::hit` (and the reference's, with
@@ -114,10 +113,8 @@ pub fn replay(
             args.algorithm,
             policy.clone(),
         ))),
-        (Some(url), _) => {
-            let (store, key) =
-                connect(url, args.algorithm, limit).map_err(ReplayError::RedisSetup)?;
-            Judge::Redis(Box::new(store), key)
+        (Some(target), _) => {
+            Judge::Redis(connect(target, args.algorithm, limit).map_err(ReplayError::RedisSetup)?)
         }
         (None, None) => Judge::Alone(Limiter::with_algorithm(args.algorithm, limit)),
         (None, Some(reference)) => {
@@ -132,7 +129,7 @@ pub fn replay(
     };
 
     match judge {
-        Judge::Alone(_) | Judge::Redis(..) => writeln!(output, "{OUTPUT_HEADER}")?,
+        Judge::Alone(_) | Judge::Redis(_) => writeln!(output, "{OUTPUT_HEADER}")?,
         Judge::Compared(_) => writeln!(output, "{OUTPUT_HEADER},{REFERENCE_COLUMNS}")?,
         Judge::Policy(_) => {
             write!(output, "{OUTPUT_HEADER},{ANSWERED_BY_COLUMN}")?;
@@ -150,10 +147,9 @@ pub fn replay(
                 write_decision(output, request.t_ms, &decision)?;
                 writeln!(output)?;
             }
-            Judge::Redis(store, key) => {
-                let decision = store
-                    .decide(key.as_str(), Op::Hit, request.t_ms, request.cost)
-                    .map_err(|error| ReplayError::Redis {
+            Judge::Redis(decide) => {
+                let decision =
+                    decide(request.t_ms, request.cost).map_err(|error| ReplayError::Redis {
                         t_ms: request.t_ms,
                         error,
                     })?;

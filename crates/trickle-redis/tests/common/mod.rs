@@ -107,7 +107,7 @@ impl RedisServer {
     }
 
     fn spawn(dir: &Path, listen: &Listen, extra: &[String]) -> Child {
-        let mut command = Command::new("redis-server");
+        let mut command = Command::new(server_binary());
         match listen {
             Listen::Unix(socket) => command.args(["--port", "0", "--unixsocket"]).arg(socket),
             Listen::Tcp(port) => command
@@ -212,9 +212,15 @@ impl RedisServer {
     }
 }
 
+/// The server the tests start: `$TRICKLE_REDIS_SERVER` when set (Valkey's valkey-server,
+/// which takes the same flags), else `redis-server`.
+pub fn server_binary() -> String {
+    std::env::var("TRICKLE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
 /// A port of 127.0.0.1 free when asked for. Another process may take it before the server
 /// binds it; the server then exits at start, and its caller tries a new port.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|listener| listener.local_addr())
         .expect("find a free port on 127.0.0.1")
@@ -332,7 +338,7 @@ pub fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String
 }
 
 /// How long Redis keeps `key`, in ms (−2 when it is gone).
-pub fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
+pub fn pttl(conn: &mut impl redis::ConnectionLike, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(conn).expect("PTTL")
 }
 
@@ -344,7 +350,7 @@ pub fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
 /// Parity tests call this after every request, so only the scripts decide what a bucket
 /// holds; and since a persisted key has no TTL (−1), a request that must write nothing
 /// can be checked to have set none either.
-pub fn hold_still(conn: &mut redis::Connection, keys: &[String]) -> Vec<i64> {
+pub fn hold_still(conn: &mut impl redis::ConnectionLike, keys: &[String]) -> Vec<i64> {
     keys.iter()
         .map(|key| {
             let ttl = pttl(conn, key);

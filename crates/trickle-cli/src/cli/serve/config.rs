@@ -60,6 +60,10 @@ pub struct Config {
     pub groups: Vec<Group>,
     /// Which rate-limit headers the answers carry: `esi` (the default), `ietf` or `both`.
     pub headers: HeaderDialect,
+    /// `redis_cluster = ["redis://HOST:PORT/", …]`: the buckets on the Redis Cluster of
+    /// which these are nodes, unless the command line says where they live
+    /// (`--redis`, `--redis-cluster`). At least one URL, none empty.
+    pub redis_cluster: Option<Vec<String>>,
 }
 
 /// The origins whose pages may read the answers (and their rate-limit headers).
@@ -97,6 +101,7 @@ pub struct Group {
 struct RawConfig {
     cors_origins: Option<Vec<Spanned<String>>>,
     headers: Option<Spanned<String>>,
+    redis_cluster: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     group: Vec<Spanned<RawGroup>>,
 }
@@ -131,6 +136,8 @@ pub enum Problem {
     /// known ones, a missing one names itself).
     Toml(String),
     NoGroups,
+    /// A `redis_cluster` list that is empty or holds an empty URL.
+    RedisCluster,
     /// A `headers` value other than `esi`, `ietf` and `both`.
     Headers(String),
     GroupName(String),
@@ -209,6 +216,12 @@ impl fmt::Display for ConfigError {
                 f,
                 "{}; the file's form is under Serving in 'trickle --help'",
                 message.trim_end()
+            ),
+            Problem::RedisCluster => write!(
+                f,
+                "redis_cluster must list the URLs of one or more of the cluster's nodes, none \
+                 empty, as in redis_cluster = [\"redis://10.0.0.1:6379/\", \
+                 \"redis://10.0.0.2:6379/\"]"
             ),
             Problem::NoGroups => write!(
                 f,
@@ -333,11 +346,18 @@ pub fn parse(path: &Path, text: &str, max_window: Duration) -> Result<Config, Co
     let raw = read_toml(&file, text)?;
     let cors_origins = cors_origins(&file, raw.cors_origins)?;
     let headers = header_dialect(&file, raw.headers)?;
+    let redis_cluster = match raw.redis_cluster {
+        Some(urls) if urls.get_ref().is_empty() || urls.get_ref().iter().any(String::is_empty) => {
+            return Err(file.error(urls.span(), Problem::RedisCluster));
+        }
+        urls => urls.map(Spanned::into_inner),
+    };
     let groups = groups(&file, raw.group, max_window)?;
     Ok(Config {
         cors_origins,
         groups,
         headers,
+        redis_cluster,
     })
 }
 

@@ -27,7 +27,8 @@ use tokio::net::TcpListener;
 use trickle_redis::{Clock, RedisPolicyLimiter};
 use trickle_tower::{Fallback, InProcess, OnFailure, Redis, ShareError};
 
-use crate::cli::args::ServeArgs;
+use crate::cli::args::{RedisTarget, ServeArgs};
+use crate::cli::redis::{cluster_problem, cluster_state};
 use crate::cli::serve::app::app;
 use crate::cli::serve::config::{Config, ConfigError, Problem};
 use crate::cli::serve::connections::{duration_text, Server};
@@ -41,6 +42,12 @@ const REDIS_PREFIX: &str = "trickle-serve";
 /// that a Redis that went away costs a request about this much before `--on-failure`
 /// decides it, rather than holding it for the redis crate's default of many retries.
 const REDIS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How many times the cluster client sends a command again (after MOVED, ASK, TRYAGAIN, a
+/// node down) before the decision fails, and the shortest wait between two, in ms: enough
+/// to follow a slot moved between masters, not enough to hold a request through a failover.
+const CLUSTER_RETRIES: u32 = 4;
+const CLUSTER_RETRY_WAIT_MS: u64 = 50;
 
 /// How often the in-process buckets that no longer count are dropped, in every shard,
 /// also those no request touches any more.
@@ -57,6 +64,17 @@ pub enum ServeError {
     },
     RedisConnect {
         url: String,
+        error: redis::RedisError,
+    },
+    /// `--redis-cluster`'s (or the file's `redis_cluster`) URLs are not ones the cluster
+    /// client takes. A usage error.
+    ClusterUrls {
+        urls: String,
+        error: redis::RedisError,
+    },
+    /// No node of the cluster answered, or none is a cluster node.
+    ClusterConnect {
+        urls: String,
         error: redis::RedisError,
     },
     /// `--fallback-share` leaves a group of the config file less than one token. A usage
@@ -76,7 +94,9 @@ impl ServeError {
     /// 2 for a command line that cannot work, 1 for everything else (as replay).
     pub fn exit_code(&self) -> u8 {
         match self {
-            ServeError::RedisUrl { .. } | ServeError::FallbackShare(_) => 2,
+            ServeError::RedisUrl { .. }
+            | ServeError::ClusterUrls { .. }
+            | ServeError::FallbackShare(_) => 2,
             _ => 1,
         }
     }
@@ -95,6 +115,17 @@ impl fmt::Display for ServeError {
                 f,
                 "cannot reach Redis at {url}: {error}; serve needs Redis up when it starts \
                  (once it runs, --on-failure decides what requests get while Redis is away)"
+            ),
+            ServeError::ClusterUrls { urls, error } => write!(
+                f,
+                "invalid --redis-cluster {urls:?}: {error}; expected the redis://HOST:PORT/ \
+                 URLs of one or more of the cluster's nodes"
+            ),
+            ServeError::ClusterConnect { urls, error } => write!(
+                f,
+                "cannot reach the Redis Cluster at {urls}: {}; serve needs it up when it \
+                 starts (once it runs, --on-failure decides what requests get while it is away)",
+                cluster_problem(error)
             ),
             ServeError::FallbackShare(error) => write!(f, "invalid --fallback-share: {error}"),
             ServeError::Setup(error) => write!(f, "cannot start the server: {error}"),
@@ -131,7 +162,12 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
         Some(address) => Some(Exporter::bind(address).await.map_err(ServeError::Metrics)?),
         None => None,
     };
-    let (router, backend) = match &args.redis {
+    // The command line's place for the buckets, else the file's cluster.
+    let target = args
+        .redis
+        .clone()
+        .or_else(|| config.redis_cluster.clone().map(RedisTarget::Cluster));
+    let (router, backend) = match &target {
         None => {
             let backend = Arc::new(in_process(config).with_max_keys(args.max_keys));
             tokio::spawn(sweep(Arc::clone(&backend)));
@@ -141,8 +177,8 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
             let router = app(config, backend, args.on_failure, args.max_keys);
             (router, "buckets in this process".to_string())
         }
-        Some(url) => {
-            let redis = on_redis(url, config, &args.config).await?;
+        Some(target) => {
+            let redis = on_redis(target, config, &args.config).await?;
             let (router, on_failure) = match args.fallback {
                 None => {
                     let router = app(config, Arc::new(redis), args.on_failure, args.max_keys);
@@ -171,8 +207,12 @@ async fn run(args: &ServeArgs, config: &Config) -> Result<(), ServeError> {
                     )
                 }
             };
+            let place = match target {
+                RedisTarget::Server(url) => format!("Redis at {url}"),
+                RedisTarget::Cluster(urls) => format!("the Redis Cluster at {}", urls.join(",")),
+            };
             let described = format!(
-                "buckets on Redis at {url}, keys {{{REDIS_PREFIX}:GROUP:CLIENT}}:ALGORITHM \
+                "buckets on {place}, keys {{{REDIS_PREFIX}:GROUP:CLIENT}}:ALGORITHM \
                  (CLIENT with % {{ }} : escaped as %25 %7B %7D %3A), decided on its clock; \
                  {on_failure} while it is away"
             );
@@ -336,9 +376,9 @@ async fn sweep_fallback(backend: Arc<Fallback<Redis>>) {
 }
 
 /// Each group a [`RedisPolicyLimiter`] under `trickle-serve:GROUP`, deciding on Redis's clock so
-/// that every server sharing it agrees on the time, over one connection checked with a
-/// PING before the server starts.
-async fn on_redis(url: &str, config: &Config, path: &Path) -> Result<Redis, ServeError> {
+/// that every server sharing it agrees on the time (on a cluster, each key's master's), over
+/// one connection checked with a PING before the server starts.
+async fn on_redis(target: &RedisTarget, config: &Config, path: &Path) -> Result<Redis, ServeError> {
     let mut limiters = Vec::with_capacity(config.groups.len());
     for group in &config.groups {
         let prefix = format!("{REDIS_PREFIX}:{}", group.name);
@@ -355,7 +395,19 @@ async fn on_redis(url: &str, config: &Config, path: &Path) -> Result<Redis, Serv
             })?;
         limiters.push((group.name.clone(), limiter.with_clock(Clock::Server)));
     }
+    let backend = match target {
+        RedisTarget::Server(url) => on_server(url).await?,
+        RedisTarget::Cluster(urls) => on_cluster(urls).await?,
+    };
+    Ok(limiters
+        .into_iter()
+        .fold(backend, |backend, (name, limiter)| {
+            backend.with_group(name, limiter)
+        }))
+}
 
+/// The backend on the one server at `url`.
+async fn on_server(url: &str) -> Result<Redis, ServeError> {
     let client = redis::Client::open(url).map_err(|error| ServeError::RedisUrl {
         url: url.to_string(),
         error,
@@ -379,9 +431,40 @@ async fn on_redis(url: &str, config: &Config, path: &Path) -> Result<Redis, Serv
         .query_async::<String>(&mut conn)
         .await
         .map_err(unreachable)?;
-    Ok(limiters
-        .into_iter()
-        .fold(Redis::new(conn), |backend, (name, limiter)| {
-            backend.with_group(name, limiter)
-        }))
+    Ok(Redis::new(conn))
+}
+
+/// The backend on the cluster of which `urls` are nodes (one reachable is enough).
+///
+/// The cluster client retries a command through MOVED, ASK, TRYAGAIN, CLUSTERDOWN and a
+/// lost connection, waiting longer each time; its default (16 retries, waits from 1.28 s
+/// doubling to minutes) would hold a request through a whole failover. Here it retries
+/// a few times, soon, so that a decision fails within seconds of a master going away and
+/// `--on-failure` decides it, as with one server.
+async fn on_cluster(urls: &[String]) -> Result<Redis, ServeError> {
+    let listed = urls.join(",");
+    let client = redis::cluster::ClusterClient::builder(urls.iter().map(String::as_str))
+        .connection_timeout(REDIS_TIMEOUT)
+        .response_timeout(REDIS_TIMEOUT)
+        .retries(CLUSTER_RETRIES)
+        .min_retry_wait(CLUSTER_RETRY_WAIT_MS)
+        .max_retry_wait(CLUSTER_RETRY_WAIT_MS * 4)
+        .build()
+        .map_err(|error| ServeError::ClusterUrls {
+            urls: listed.clone(),
+            error,
+        })?;
+    let unreachable = |error| ServeError::ClusterConnect {
+        urls: listed.clone(),
+        error,
+    };
+    let mut conn = client.get_async_connection().await.map_err(unreachable)?;
+    cluster_state(
+        redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query_async(&mut conn)
+            .await,
+    )
+    .map_err(unreachable)?;
+    Ok(Redis::cluster(conn))
 }
