@@ -13,50 +13,48 @@
 --   none.
 -- - settle: each limit's difference, if it deletes the pending record; refused in every
 --   limit when one would leave the exact range and the record is still there.
+--
+-- Each bucket's outcome and wait are kept in it, as `outcome` and `waited`.
 
 local limits = (#ARGV - 8) / 2
 local pending = KEYS[limits * keys_per_limit + 1]
 
 local buckets = {}
 for i = 1, limits do
-    local keys = {}
-    for k = 1, keys_per_limit do
-        keys[k] = KEYS[(i - 1) * keys_per_limit + k]
-    end
-    local tokens, window = tonumber(ARGV[7 + 2 * i]), tonumber(ARGV[8 + 2 * i])
-    buckets[i] = open(keys, tokens, window)
-    buckets[i].tokens, buckets[i].window = tokens, window
-end
-
-local outcomes, waits = {}, {}
-for i = 1, limits do
-    outcomes[i], waits[i] = 0, 0
+    local b = {tokens = tonumber(ARGV[7 + 2 * i]), window = tonumber(ARGV[8 + 2 * i]),
+        outcome = 0, waited = 0}
+    open(b, (i - 1) * keys_per_limit + 1)
+    buckets[i] = b
 end
 
 if op == 'record' then
-    local fits = true
-    for i, bucket in ipairs(buckets) do
-        if not bucket.fits(cost) then
-            outcomes[i], fits = 3, false
+    local fit = true
+    for i = 1, limits do
+        local b = buckets[i]
+        if not fits(b, cost) then
+            b.outcome, fit = 3, false
         end
     end
-    if fits then
-        for _, bucket in ipairs(buckets) do
-            bucket.record(cost)
+    if fit then
+        for i = 1, limits do
+            spend(buckets[i], cost)
         end
     end
 elseif op == 'settle' then
-    local signs, amounts, over = {}, {}, false
-    for i, bucket in ipairs(buckets) do
+    local over = false
+    for i = 1, limits do
+        local b = buckets[i]
         local sign, amount = 0, 0
-        if bucket.counts() and cost > reserved then
-            sign, amount = 1, cost - reserved
-        elseif bucket.counts() and cost < reserved then
-            sign, amount = -1, reserved - cost
+        if counts(b) then
+            if cost > reserved then
+                sign, amount = 1, cost - reserved
+            elseif cost < reserved then
+                sign, amount = -1, reserved - cost
+            end
         end
-        signs[i], amounts[i] = sign, amount
-        if sign > 0 and not bucket.fits(amount) then
-            outcomes[i], over = 3, true
+        b.sign, b.amount = sign, amount
+        if sign > 0 and not fits(b, amount) then
+            b.outcome, over = 3, true
         end
     end
     -- Refused, writing nothing, while the pending record is there: the reservation may
@@ -70,32 +68,36 @@ elseif op == 'settle' then
         -- "nothing to do", never "apply", so no copy of a settle, however late, is applied
         -- twice. Deleted whether or not there is a difference: the reservation is settled.
         local deleted = redis.call('DEL', pending) == 1
-        for i, bucket in ipairs(buckets) do
-            outcomes[i] = 0
-            if deleted and signs[i] ~= 0 then
-                bucket.adjust(signs[i], amounts[i])
+        for i = 1, limits do
+            local b = buckets[i]
+            b.outcome = 0
+            if deleted and b.sign ~= 0 then
+                adjust(b, b.sign, b.amount)
             else
-                bucket.note()
+                note(b)
             end
         end
     end
 else
     local fit = true
-    for i, bucket in ipairs(buckets) do
-        outcomes[i] = bucket.judge(cost)
-        if outcomes[i] == 1 then
-            waits[i] = bucket.wait(cost)
+    for i = 1, limits do
+        local b = buckets[i]
+        local outcome = judge(b.tokens, b.window, b.used, cost)
+        b.outcome = outcome
+        if outcome == 1 then
+            b.waited = wait(b, cost)
         end
-        if outcomes[i] ~= 0 then
+        if outcome ~= 0 then
             fit = false
         end
     end
     if op ~= 'peek' then
-        for i, bucket in ipairs(buckets) do
+        for i = 1, limits do
+            local b = buckets[i]
             if fit and cost > 0 then
-                bucket.spend(cost)
-            elseif fit or outcomes[i] ~= 0 then
-                bucket.note()
+                spend(b, cost)
+            elseif fit or b.outcome ~= 0 then
+                note(b)
             end
         end
     end
@@ -105,40 +107,42 @@ else
         -- finds no record may change nothing either. Its text, 'at:cost', is for people
         -- reading Redis: the time is the first limit's, the reservation's own.
         local longest = 0
-        for _, bucket in ipairs(buckets) do
-            local lasts = lasting(bucket.holds, bucket.ahead)
+        for i = 1, limits do
+            local lasts = lasting(buckets[i].holds, buckets[i].ahead)
             if lasts > longest then
                 longest = lasts
             end
         end
-        redis.call('SET', pending, int(buckets[1].at) .. ':' .. int(cost), 'PX', int(longest))
+        redis.call('SET', pending, string.format('%d:%d', buckets[1].at, cost), 'PX', longest)
     end
 end
 
 -- With a policy, each limit also says when it frees one more whole token than it has left,
 -- if nothing more is spent: the wait of a request of one token more than what remains, as
 -- the core works it out (PolicyDecision::next_token_ms). None when every token is free.
-local function next_token(bucket)
-    local free = bucket.tokens * bucket.window - bucket.used()
+local function next_token(b)
+    local free = b.tokens * b.window - b.used
     local remaining = 0
     if free > 0 then
-        remaining = floor_div(free, bucket.window)
+        remaining = floor_div(free, b.window)
     end
-    if remaining >= bucket.tokens then
+    if remaining >= b.tokens then
         return 0, 0
     end
-    return 1, bucket.wait(remaining + 1)
+    return 1, wait(b, remaining + 1)
 end
 
-local reply = {}
-for i, bucket in ipairs(buckets) do
-    for _, number in ipairs(bucket.reply(outcomes[i], waits[i])) do
-        reply[#reply + 1] = number
-    end
+local reply, n = {}, 0
+for i = 1, limits do
+    local b = buckets[i]
+    local has, previous, current, elapsed = counters(b)
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
+        b.outcome, b.used, b.at, b.waited, now
+    reply[n + 6], reply[n + 7], reply[n + 8], reply[n + 9] = has, previous, current, elapsed
+    n = n + 9
     if report_next then
-        local has, ms = next_token(bucket)
-        reply[#reply + 1] = has
-        reply[#reply + 1] = ms
+        reply[n + 1], reply[n + 2] = next_token(b)
+        n = n + 2
     end
 end
 return reply

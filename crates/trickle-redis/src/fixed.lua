@@ -1,7 +1,7 @@
 -- The fixed window, decided as trickle's core decides it (src/algorithms/fixed.rs).
 --
--- The hash holds current (the tokens spent in the window of `counted`), counted (the time
--- of the last spend) and seen (the latest time any request brought).
+-- The bucket holds current (the tokens spent in the window of `counted`), counted (the time
+-- of the last spend) and seen (the latest time any request brought), in that order.
 --
 -- A request that spends nothing (denied, too large, cost 0, or a peek) leaves the counter
 -- alone and writes at most `seen`, and only when its time is later than any seen before:
@@ -13,81 +13,66 @@
 -- window's end (plus the grace).
 
 local keys_per_limit = 1
+local FORMAT, SIZE = '<ddd', 24
 
-local function open(keys, tokens, window)
-    local key = keys[1]
-    local stored = redis.call('HMGET', key, 'current', 'counted', 'seen')
-    local current = tonumber(stored[1]) or 0
-    local counted = tonumber(stored[2]) or 0
-    local seen = tonumber(stored[3]) or 0
+local function open(b, first)
+    local key = KEYS[first]
+    local current, counted, seen = load(key, FORMAT, SIZE, 'current', 'counted', 'seen')
+    current, counted, seen = current or 0, counted or 0, seen or 0
+    -- As stored, for a write of `seen` alone.
+    b.key, b.stored_current, b.counted, b.seen = key, current, counted, seen
 
+    local window = b.window
     local at, ahead = decided_at(seen)
 
     -- The counter belongs to the window of `counted`; in any later window it is empty.
-    local elapsed = math.fmod(at, window)
+    local elapsed = fmod(at, window)
     if counted < at - elapsed then
         current = 0
     end
 
-    -- used × W = current × W: at most N × W after hits, at most 2^53 after records.
-    local used = current * window
-
     -- The counter stops counting when the window of `at` ends, W − e from now.
-    local function keep()
-        expire(key, window - elapsed, ahead)
+    b.at, b.ahead, b.holds = at, ahead, window - elapsed
+    b.current, b.start = current, at - elapsed
+    -- used × W = current × W: at most N × W after hits, at most 2^53 after records.
+    b.used = current * window
+end
+
+local function save(b)
+    b.used = b.current * b.window
+    store(b.key, b.holds, b.ahead, FORMAT, b.current, b.at, b.at)
+end
+
+-- Nothing comes back before the window ends, and then everything does.
+local function wait(b)
+    return b.holds
+end
+
+local function spend(b, more)
+    b.current = b.current + more
+    save(b)
+end
+
+local function note(b)
+    if b.at > b.seen then
+        store(b.key, b.holds, b.ahead, FORMAT, b.stored_current, b.counted, b.at)
     end
+end
 
-    local function save()
-        redis.call('HSET', key, 'current', int(current), 'counted', int(at), 'seen', int(at))
-        keep()
-    end
+-- current × W stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT, b.window) - b.current
+end
 
-    local function charge(more)
-        current = current + more
-        used = current * window
-        save()
-    end
+local function counts(b)
+    return reserved_at >= b.start
+end
 
-    local bucket = {at = at, ahead = ahead, holds = window - elapsed}
+local function adjust(b, sign, amount)
+    b.current = changed(b.current, sign, amount)
+    save(b)
+end
 
-    function bucket.judge(c)
-        return judge(tokens, window, used, c)
-    end
-
-    -- Nothing comes back before the window ends, and then everything does.
-    function bucket.wait()
-        return window - elapsed
-    end
-
-    function bucket.used()
-        return used
-    end
-
-    bucket.spend = charge
-    bucket.record = charge
-
-    function bucket.note()
-        note(key, seen, at, keep)
-    end
-
-    -- current × W stays exact.
-    function bucket.fits(more)
-        return more <= floor_div(EXACT, window) - current
-    end
-
-    function bucket.counts()
-        return reserved_at >= at - elapsed
-    end
-
-    function bucket.adjust(sign, amount)
-        current = changed(current, sign, amount)
-        used = current * window
-        save()
-    end
-
-    function bucket.reply(outcome, wait)
-        return {outcome, used, at, wait, now, 0, 0, 0, 0}
-    end
-
-    return bucket
+local function counters()
+    return 0, 0, 0, 0
 end

@@ -1,11 +1,11 @@
 -- What every algorithm's script shares. The algorithm's own text follows this one and
--- defines `open`, which reads one limit's bucket; decide.lua comes last and decides the
+-- defines how one limit's bucket is read and written; decide.lua comes last and decides the
 -- request against every limit it is given: one for a RedisLimiter, each of a policy's for a
 -- RedisPolicyLimiter, all or nothing, in this one script call.
 --
--- KEYS     each limit's keys in the policy's order (the bucket's hash; for the sliding log
---          also the list of its entries), then, for a reserve and a settle, the
---          reservation's pending record, last.
+-- KEYS     each limit's keys in the policy's order (the bucket; for the sliding log also
+--          the list of its entries), then, for a reserve and a settle, the reservation's
+--          pending record, last.
 -- ARGV     now (ms); the cost (a hit's, peek's or reserve's cost above every limit's N comes
 --          as the largest N + 1, which decides alike; a record's or settle's is what it
 --          charges); the grace (ms); the operation; the clock ("caller", or "server" to
@@ -21,17 +21,29 @@
 -- cost's difference from the reserve, as the core's settle does, but only when it deletes
 -- that pending record.
 --
+-- A bucket is one string: its integers as little-endian doubles (struct.pack('<dd…')), read
+-- with one GET and written with one SET … PX, which sets its expiry in the same command.
+-- Each integer is below 2^53, where a double is exact, so the string holds it exactly; and
+-- packing and unpacking convert no number to text and back, which is most of what a
+-- script costs beside its round trip. A bucket written as a hash (trickle-redis 0.2 and
+-- before) is read from its fields and replaced by the string at its next write.
+--
 -- Lua numbers are doubles, exact for integers up to 2^53. The caller checked every limit
 -- against the algorithm's bound and the time against 2^53, so every sum and product the
 -- scripts make is an exact integer; divisions go through math.fmod, which is exact, never
--- through a/b rounded. Numbers are written with string.format('%d') and returned as
--- integers, never through tostring, which keeps only 14 digits.
+-- through a/b rounded. Numbers are written as text with string.format('%d'), or given to
+-- redis.call as numbers (Redis writes an integer-valued one as an integer), and returned
+-- as integers; never through tostring, which keeps only 14 digits.
 --
 -- Each limit answers nine integers: {outcome, used × W, at, wait, now, has counters,
 -- previous, current, elapsed}, and with ARGV[8] = "1" two more, {has a next token, ms until
 -- it}. Outcome 0 allowed, 1 denied (then the request fits at at + wait), 2 exceeds the
 -- limit, 3 a record or settle that would leave the exact range (then nothing was written,
 -- in any limit).
+--
+-- Written for what a call costs: every `local function` here is made again on each call,
+-- and so is every table, so the algorithms keep a bucket's state in one plain table and
+-- their functions take it as an argument, rather than each bucket carrying closures.
 
 local now = tonumber(ARGV[1])
 local cost = tonumber(ARGV[2])
@@ -39,12 +51,16 @@ local grace = tonumber(ARGV[3])
 local op = ARGV[4]
 -- A settle's reservation: when it was made (on the clock decisions are made on) and what it
 -- holds; 0 for every other operation, where they change nothing below.
-local reserved_at = tonumber(ARGV[6])
-local reserved = tonumber(ARGV[7])
+local reserved_at, reserved = 0, 0
+if op == 'settle' then
+    reserved_at, reserved = tonumber(ARGV[6]), tonumber(ARGV[7])
+end
 local report_next = ARGV[8] == '1'
 
 -- 2^53, the largest integer below which every integer is a double.
 local EXACT = 9007199254740992
+
+local fmod = math.fmod
 
 if ARGV[5] == 'server' then
     -- Before Redis 5 a script that reads TIME must replicate its effects, not itself;
@@ -61,20 +77,16 @@ end
 -- floor(a / b) for integers 0 ≤ a, 0 < b, both exact: a − fmod(a, b) is a multiple of b,
 -- so the division has an exact result and IEEE division returns it.
 local function floor_div(a, b)
-    return (a - math.fmod(a, b)) / b
-end
-
-local function int(n)
-    return string.format('%d', n)
+    return (a - fmod(a, b)) / b
 end
 
 -- floor(a / b) + (1 if b does not divide a): a + b − 1 could pass 2^53, so not that way.
 local function ceil_div(a, b)
-    local quotient = floor_div(a, b)
-    if math.fmod(a, b) > 0 then
-        quotient = quotient + 1
+    local rest = fmod(a, b)
+    if rest > 0 then
+        return (a - rest) / b + 1
     end
-    return quotient
+    return a / b
 end
 
 -- `ms` more, the time a state still matters from the time decided at (at most 2^53), how
@@ -89,9 +101,30 @@ local function lasting(ms, ahead)
     return EXACT
 end
 
--- Keeps `key` for `ms` more, `ahead` and the grace.
-local function expire(key, ms, ahead)
-    redis.call('PEXPIRE', key, int(lasting(ms, ahead)))
+-- The bucket's integers stored in `key` by `format` (`size` bytes), as many as the format
+-- has; none when there is no bucket. `...` names the same integers as the fields of the
+-- hash a bucket was before 0.3, read when the key holds one. Any other value was written
+-- by another program: a WRONGTYPE error, as a command on it would answer.
+local function load(key, format, size, ...)
+    local stored = redis.pcall('GET', key)
+    if type(stored) == 'string' and #stored == size then
+        return struct.unpack(format, stored)
+    elseif not stored then
+        return
+    elseif type(stored) == 'table' and redis.call('TYPE', key).ok == 'hash' then
+        local fields = redis.call('HMGET', key, ...)
+        for i = 1, #fields do
+            fields[i] = tonumber(fields[i]) or 0
+        end
+        return unpack(fields)
+    end
+    error({err = 'WRONGTYPE the key ' .. key .. ' holds a value that is not a bucket of this algorithm'})
+end
+
+-- Writes the bucket's integers into `key` by `format`, kept for `ms` more, `ahead` and the
+-- grace (`lasting`): one SET, which replaces a hash of the old layout too.
+local function store(key, ms, ahead, format, ...)
+    redis.call('SET', key, struct.pack(format, ...), 'PX', lasting(ms, ahead))
 end
 
 -- The rule every algorithm shares (the core's `judge`), given a limit of `tokens` per
@@ -123,15 +156,6 @@ local function decided_at(seen)
     return at, at - now
 end
 
--- Writes the time a request that spends nothing was decided at into `key`, when it is
--- later than any seen before, with `keep` renewing the key's expiry.
-local function note(key, seen, at, keep)
-    if at > seen then
-        redis.call('HSET', key, 'seen', int(at))
-        keep()
-    end
-end
-
 -- `counter` changed by a settle's difference: `sign` 1 adds `amount`, −1 takes it away,
 -- stopping at 0 (the core's Difference::applied_to).
 local function changed(counter, sign, amount)
@@ -144,18 +168,22 @@ local function changed(counter, sign, amount)
 end
 
 -- The algorithm's text defines `keys_per_limit`, how many keys one limit's bucket has, and
--- `open(keys, tokens, window)`, which reads the bucket in `keys` and works out, writing
--- nothing yet, what it holds at the time the request is decided at. It returns the bucket:
+-- these functions of a bucket `b`, a table holding its state:
 --
---   at, ahead        the time decided at, and how far it is ahead of the clock;
---   holds            how long from `at` a reservation made now keeps counting;
---   judge(c)         the outcome of a request of c tokens (`judge` above);
---   wait(c)          for a denied request of c tokens, the ms from `at` until it fits;
---   used()           the tokens in use × W, as it stands;
---   spend(c)         spends an admitted request's c > 0 tokens, and writes the bucket;
---   note()           writes what a request that spends nothing writes (its time, if later);
---   fits(more)       whether charging `more` tokens keeps the bucket within 2^53;
---   record(c)        charges c tokens after the fact (after `fits`), and writes the bucket;
---   counts()         whether the settle's reservation still counts at `at`;
---   adjust(sign, n)  applies a settle's difference (`changed`), and writes the bucket;
---   reply(o, wait)   the nine integers of outcome o, as the bucket stands.
+--   open(b, first)   reads the bucket whose keys start at KEYS[first] and works out,
+--                    writing nothing yet, what it holds at the time the request is decided
+--                    at; b.tokens and b.window are set before. It sets b.at and b.ahead
+--                    (the time decided at, and how far it is ahead of the clock), b.holds
+--                    (how long from b.at a reservation made now keeps counting) and b.used
+--                    (the tokens in use × W, as it stands, kept so by every write);
+--   wait(b, c)       for a denied request of c tokens, the ms from b.at until it fits;
+--   spend(b, c)      charges c tokens (an admitted request's, or a record's after `fits`),
+--                    and writes the bucket;
+--   note(b)          writes what a request that spends nothing writes (its time, if later);
+--   fits(b, more)    whether charging `more` tokens keeps the bucket within 2^53;
+--   counts(b)        whether the settle's reservation still counts at b.at;
+--   adjust(b, s, n)  applies a settle's difference (`changed`), and writes the bucket;
+--   counters(b)      for the reply: 1 and the floating window's previous, current and
+--                    elapsed, or 0, 0, 0, 0.
+--
+-- and `judge` (above) decides with b.used.

@@ -2,8 +2,8 @@
 --
 -- Each limit has two keys:
 --
--- the hash  total (the sum of the logged costs) and seen (the latest time any request
---           brought);
+-- the bucket total (the sum of the logged costs) and seen (the latest time any request
+--           brought), in that order;
 -- the log   a list of 'ms:cost' entries, one per millisecond with spending, oldest first.
 --           Hits and records log at the latest time seen, so the list is sorted as it
 --           grows: its head is always the next entry to expire, expiry is trimming a
@@ -30,227 +30,217 @@
 -- its writes so far kept.
 
 local keys_per_limit = 2
+local FORMAT, SIZE = '<dd', 16
 
 local function parse(entry)
     local colon = string.find(entry, ':', 1, true)
     return tonumber(string.sub(entry, 1, colon - 1)), tonumber(string.sub(entry, colon + 1))
 end
 
-local function open(keys, tokens, window)
-    local hash, log = keys[1], keys[2]
-    local stored = redis.call('HMGET', hash, 'total', 'seen')
-    local total = tonumber(stored[1]) or 0
-    local seen = tonumber(stored[2]) or 0
-
-    local at, ahead = decided_at(seen)
-    -- Kept up to date by every write, so that an emptied log is never touched again.
-    local length = redis.call('LLEN', log)
-
-    -- Calls visit(spent_at, spent) on the entries from index `first` on, oldest first,
-    -- until it returns true; returns the index of that entry, or the log's length. Reads in
-    -- chunks that double from one, so a hit whose oldest entry still counts reads that
-    -- entry alone.
-    local function walk(first, visit)
-        local index, size = first, 1
-        while true do
-            local entries = redis.call('LRANGE', log, index, index + size - 1)
-            for _, entry in ipairs(entries) do
-                if visit(parse(entry)) then
-                    return index
-                end
-                index = index + 1
-            end
-            if #entries < size then
+-- Calls visit(spent_at, spent) on the entries of b's log from index `first` on, oldest
+-- first, until it returns true; returns the index of that entry, or the log's length. Reads
+-- in chunks that double from one, so a hit whose oldest entry still counts reads that
+-- entry alone.
+local function walk(b, first, visit)
+    local index, size = first, 1
+    while true do
+        local entries = redis.call('LRANGE', b.log, index, index + size - 1)
+        for _, entry in ipairs(entries) do
+            if visit(parse(entry)) then
                 return index
             end
-            if size < 256 then
-                size = size * 2
-            end
+            index = index + 1
+        end
+        if #entries < size then
+            return index
+        end
+        if size < 256 then
+            size = size * 2
         end
     end
+end
+
+-- b.total_used is the tokens that still count at b.at (b.used is that × W).
+local function open(b, first)
+    local bucket, log = KEYS[first], KEYS[first + 1]
+    local total, seen = load(bucket, FORMAT, SIZE, 'total', 'seen')
+    total, seen = total or 0, seen or 0
+    b.key, b.log, b.total, b.seen = bucket, log, total, seen
+
+    local window = b.window
+    local at, ahead = decided_at(seen)
+    b.at, b.ahead, b.holds = at, ahead, window
+    -- Kept up to date by every write, so that an emptied log is never touched again.
+    b.length = redis.call('LLEN', log)
 
     -- The entries that no longer count at `at` are a prefix of the log: how many, and
     -- their cost. at − s is exact, where s + W could pass 2^53.
     local gone = 0
-    local expired = walk(0, function(spent_at, spent)
+    b.expired = walk(b, 0, function(spent_at, spent)
         if at - spent_at < window then
             return true
         end
         gone = gone + spent
         return false
     end)
-    local used = total - gone
+    b.total_used = total - gone
+    b.used = b.total_used * window
+end
 
-    -- Drops the entries that no longer count, once: the last thing done to the log but
-    -- for keeping it, which `keep` leaves alone when this emptied it.
-    local function prune()
-        if expired > 0 then
-            redis.call('LTRIM', log, expired, -1)
-            length = length - expired
-            expired = 0
-        end
+-- Drops the entries that no longer count, once: the last thing done to the log but
+-- for keeping it, which `keep` leaves alone when this emptied it.
+local function prune(b)
+    if b.expired > 0 then
+        redis.call('LTRIM', b.log, b.expired, -1)
+        b.length = b.length - b.expired
+        b.expired = 0
     end
+end
 
-    -- Writes the total and the latest time, and keeps both keys until the newest entry
-    -- stops counting, plus the grace (within 2^53: a bucket kept for 285,000 years loses
-    -- nothing by going a millisecond early). `used` is the total from here on.
-    local function keep()
-        redis.call('HSET', hash, 'total', int(total), 'seen', int(at))
-        used = total
-        local newest = nil
-        if length > 0 then
-            newest = redis.call('LINDEX', log, -1)
-        end
-        local counts = 0
+-- Writes the total and the latest time, and keeps both keys until the newest entry
+-- stops counting, plus the grace (within 2^53: a bucket kept for 285,000 years loses
+-- nothing by going a millisecond early). b.total_used is the total from here on.
+local function keep(b)
+    local at, window = b.at, b.window
+    local counts = 0
+    if b.length > 0 then
+        local newest = redis.call('LINDEX', b.log, -1)
         if newest then
-            local newest_at = parse(newest)
-            counts = window - (at - newest_at)
-        end
-        if counts > EXACT - grace then
-            counts = EXACT - grace
-        end
-        redis.call('PEXPIRE', hash, int(counts + grace))
-        if length > 0 then
-            redis.call('PEXPIRE', log, int(counts + grace))
+            counts = window - (at - parse(newest))
         end
     end
+    if counts > EXACT - grace then
+        counts = EXACT - grace
+    end
+    redis.call('SET', b.key, struct.pack(FORMAT, b.total, at), 'PX', counts + grace)
+    if b.length > 0 then
+        redis.call('PEXPIRE', b.log, counts + grace)
+    end
+    b.total_used = b.total
+    b.used = b.total * window
+end
 
-    -- Logs `more` at `at` (merged into the newest entry when that is at `at` too; an
-    -- expired newest entry is older), drops the expired entries, and keeps both keys.
-    local function save(more)
-        total = used + more
-        if more > 0 then
-            local newest = redis.call('LINDEX', log, -1)
-            local newest_at, newest_cost
-            if newest then
-                newest_at, newest_cost = parse(newest)
-            end
-            if newest_at == at then
-                redis.call('LSET', log, -1, int(at) .. ':' .. int(newest_cost + more))
-            else
-                redis.call('RPUSH', log, int(at) .. ':' .. int(more))
-                length = length + 1
-            end
+-- Logs `more` at b.at (merged into the newest entry when that is at b.at too; an
+-- expired newest entry is older), drops the expired entries, and keeps both keys.
+local function spend(b, more)
+    local at = b.at
+    b.total = b.total_used + more
+    if more > 0 then
+        local newest = redis.call('LINDEX', b.log, -1)
+        local newest_at, newest_cost
+        if newest then
+            newest_at, newest_cost = parse(newest)
         end
-        prune()
-        keep()
-    end
-
-    -- The newest entry logged at or before `ms`: its index from the head,
-    -- its time, its cost and its text; nil when every entry is later. Read from the tail in
-    -- chunks that double from one, as a settle's reservation is usually among the newest
-    -- entries.
-    local function newest_until(ms)
-        local last, size = length - 1, 1
-        while last >= 0 do
-            local first = last - size + 1
-            if first < 0 then
-                first = 0
-            end
-            local entries = redis.call('LRANGE', log, first, last)
-            for i = #entries, 1, -1 do
-                local spent_at, spent = parse(entries[i])
-                if spent_at <= ms then
-                    return first + i - 1, spent_at, spent, entries[i]
-                end
-            end
-            last = first - 1
-            if size < 256 then
-                size = size * 2
-            end
-        end
-        return nil
-    end
-
-    local bucket = {at = at, ahead = ahead, holds = window}
-
-    -- The core's rule, used × W ≤ (N − c) × W, divided by W: the same for whole tokens.
-    function bucket.judge(c)
-        return judge(tokens, window, used * window, c)
-    end
-
-    -- Oldest first until enough has come back; the entry that frees it returns at s + W.
-    -- Some entry always does: once all are back, used = 0 ≤ N − c.
-    function bucket.wait(c)
-        local fits, left, wait = tokens - c, used, 1
-        walk(expired, function(spent_at, spent)
-            left = left - spent
-            if left <= fits then
-                wait = window - (at - spent_at)
-                return true
-            end
-            return false
-        end)
-        return wait
-    end
-
-    function bucket.used()
-        return used * window
-    end
-
-    bucket.spend = save
-    bucket.record = save
-
-    function bucket.note()
-        if at > seen then
-            save(0)
-        end
-    end
-
-    -- The total × W stays exact.
-    function bucket.fits(more)
-        return more <= floor_div(EXACT, window) - used
-    end
-
-    -- The reservation's entry counts while at − reserved_at < W (at ≥ reserved_at).
-    function bucket.counts()
-        return at - reserved_at < window
-    end
-
-    -- A settle's difference on its reservation's entry, as the core's settle: more is
-    -- logged at the reservation's time (in time order, merged into that millisecond's
-    -- entry); a refund takes back at most what that entry holds, and drops it once empty.
-    -- Before the pruning, which leaves every index this uses in place: the reservation
-    -- still counts (at − reserved_at < W), so its own entry and any written after it are
-    -- not expired, and every expired entry is older than it.
-    function bucket.adjust(sign, amount)
-        local index, spent_at, spent, entry = newest_until(reserved_at)
-        local own = spent_at == reserved_at
-        if sign > 0 then
-            local logged = int(reserved_at) .. ':' .. int(amount)
-            if own then
-                redis.call('LSET', log, index, int(reserved_at) .. ':' .. int(spent + amount))
-            elseif index then
-                redis.call('LINSERT', log, 'AFTER', entry, logged)
-                length = length + 1
-            else
-                redis.call('LPUSH', log, logged)
-                length = length + 1
-            end
-            total = used + amount
-        elseif own then
-            local taken = spent
-            if amount < spent then
-                taken = amount
-            end
-            if taken == spent then
-                -- One entry per millisecond, so its text is unique in the log.
-                redis.call('LREM', log, 1, entry)
-                length = length - 1
-            else
-                redis.call('LSET', log, index, int(reserved_at) .. ':' .. int(spent - taken))
-            end
-            total = used - taken
+        if newest_at == at then
+            redis.call('LSET', b.log, -1, string.format('%d:%d', at, newest_cost + more))
         else
-            total = used
+            redis.call('RPUSH', b.log, string.format('%d:%d', at, more))
+            b.length = b.length + 1
         end
-        prune()
-        keep()
     end
+    prune(b)
+    keep(b)
+end
 
-    function bucket.reply(outcome, wait)
-        return {outcome, used * window, at, wait, now, 0, 0, 0, 0}
+-- The newest entry of b's log logged at or before `ms`: its index from the head, its time,
+-- its cost and its text; nil when every entry is later. Read from the tail in chunks that
+-- double from one, as a settle's reservation is usually among the newest entries.
+local function newest_until(b, ms)
+    local last, size = b.length - 1, 1
+    while last >= 0 do
+        local first = last - size + 1
+        if first < 0 then
+            first = 0
+        end
+        local entries = redis.call('LRANGE', b.log, first, last)
+        for i = #entries, 1, -1 do
+            local spent_at, spent = parse(entries[i])
+            if spent_at <= ms then
+                return first + i - 1, spent_at, spent, entries[i]
+            end
+        end
+        last = first - 1
+        if size < 256 then
+            size = size * 2
+        end
     end
+    return nil
+end
 
-    return bucket
+-- Oldest first until enough has come back; the entry that frees it returns at s + W.
+-- Some entry always does: once all are back, used = 0 ≤ N − c.
+local function wait(b, c)
+    local at, window = b.at, b.window
+    local fits, left, ms = b.tokens - c, b.total_used, 1
+    walk(b, b.expired, function(spent_at, spent)
+        left = left - spent
+        if left <= fits then
+            ms = window - (at - spent_at)
+            return true
+        end
+        return false
+    end)
+    return ms
+end
+
+local function note(b)
+    if b.at > b.seen then
+        spend(b, 0)
+    end
+end
+
+-- The total × W stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT, b.window) - b.total_used
+end
+
+-- The reservation's entry counts while at − reserved_at < W (at ≥ reserved_at).
+local function counts(b)
+    return b.at - reserved_at < b.window
+end
+
+-- A settle's difference on its reservation's entry, as the core's settle: more is
+-- logged at the reservation's time (in time order, merged into that millisecond's
+-- entry); a refund takes back at most what that entry holds, and drops it once empty.
+-- Before the pruning, which leaves every index this uses in place: the reservation
+-- still counts (at − reserved_at < W), so its own entry and any written after it are
+-- not expired, and every expired entry is older than it.
+local function adjust(b, sign, amount)
+    local log = b.log
+    local index, spent_at, spent, entry = newest_until(b, reserved_at)
+    local own = spent_at == reserved_at
+    if sign > 0 then
+        local logged = string.format('%d:%d', reserved_at, amount)
+        if own then
+            redis.call('LSET', log, index, string.format('%d:%d', reserved_at, spent + amount))
+        elseif index then
+            redis.call('LINSERT', log, 'AFTER', entry, logged)
+            b.length = b.length + 1
+        else
+            redis.call('LPUSH', log, logged)
+            b.length = b.length + 1
+        end
+        b.total = b.total_used + amount
+    elseif own then
+        local taken = spent
+        if amount < spent then
+            taken = amount
+        end
+        if taken == spent then
+            -- One entry per millisecond, so its text is unique in the log.
+            redis.call('LREM', log, 1, entry)
+            b.length = b.length - 1
+        else
+            redis.call('LSET', log, index, string.format('%d:%d', reserved_at, spent - taken))
+        end
+        b.total = b.total_used - taken
+    else
+        b.total = b.total_used
+    end
+    prune(b)
+    keep(b)
+end
+
+local function counters()
+    return 0, 0, 0, 0
 end

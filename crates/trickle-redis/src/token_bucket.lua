@@ -1,8 +1,8 @@
 -- The token bucket, decided as trickle's core decides it (src/algorithms/token_bucket.rs).
 --
--- The hash holds owed (whole tokens taken out), fraction (the part of a token taken out,
+-- The bucket holds owed (whole tokens taken out), fraction (the part of a token taken out,
 -- in 1/W units, below W), refilled (the time they were refilled to) and seen (the latest
--- time any request brought). A missing hash is a full bucket.
+-- time any request brought), in that order. No bucket is a full bucket.
 --
 -- A request that spends nothing (denied, too large, cost 0, or a peek) leaves the bucket
 -- alone and writes at most `seen`, and only when its time is later than any seen before:
@@ -15,43 +15,39 @@
 -- expires then (plus the grace).
 
 local keys_per_limit = 1
+local FORMAT, SIZE = '<dddd', 32
 
-local function open(keys, tokens, window)
-    local key = keys[1]
-    local stored = redis.call('HMGET', key, 'owed', 'fraction', 'refilled', 'seen')
-    local owed = tonumber(stored[1]) or 0
-    local fraction = tonumber(stored[2]) or 0
-    local refilled = tonumber(stored[3]) or 0
-    local seen = tonumber(stored[4]) or 0
+local function open(b, first)
+    local key = KEYS[first]
+    local owed, fraction, refilled, seen =
+        load(key, FORMAT, SIZE, 'owed', 'fraction', 'refilled', 'seen')
+    owed, fraction, refilled, seen = owed or 0, fraction or 0, refilled or 0, seen or 0
+    -- As stored, for a write of `seen` alone.
+    b.key, b.stored_owed, b.stored_fraction, b.refilled, b.seen =
+        key, owed, fraction, refilled, seen
 
+    local tokens, window = b.tokens, b.window
     local at, ahead = decided_at(seen)
 
     -- used × W = owed × W + fraction: at most N × W after hits, at most 2^53 after records.
     local used = owed * window + fraction
 
-    -- The ms after which N tokens a ms have given back `scaled` tokens × W: the bucket is
-    -- full.
-    local function until_full(scaled)
-        return ceil_div(scaled, tokens)
-    end
-
     -- Refill before the check: N × gap tokens (scaled) come back, as whole tokens and 1/W
     -- units, borrowing a whole token when the fraction is too small, exactly as the core.
     --
     -- N × gap can pass 2^53 for a long gap, so the gap is capped first: once gap ≥
-    -- until_full(used) = ceil(used / N) the bucket is full, as N × gap ≥ used, and the core
-    -- leaves (0, 0) there too. Otherwise gap ≤ ceil(used / N) − 1 < used / N, so
+    -- ceil(used / N), the time until full, the bucket is full, as N × gap ≥ used, and the
+    -- core leaves (0, 0) there too. Otherwise gap ≤ ceil(used / N) − 1 < used / N, so
     -- N × gap < used ≤ 2^53 and the product is exact. Then used − N × gap > 0, so the core
     -- takes one of its first two branches, never the third (empty): with fraction < part,
     -- owed − whole ≥ 1 follows, as otherwise used − N × gap ≤ fraction − part < 0.
     local gap = at - refilled
-    if gap >= until_full(used) then
+    if gap >= ceil_div(used, tokens) then
         owed, fraction = 0, 0
     else
         local refill = tokens * gap
-        local whole = floor_div(refill, window)
-        local part = math.fmod(refill, window)
-        owed = owed - whole
+        local part = fmod(refill, window)
+        owed = owed - (refill - part) / window
         if fraction >= part then
             fraction = fraction - part
         else
@@ -59,71 +55,57 @@ local function open(keys, tokens, window)
             fraction = fraction + (window - part)
         end
     end
-    used = owed * window + fraction
 
-    -- The bucket's state matters until it is full again.
-    local function keep()
-        expire(key, until_full(used), ahead)
+    b.at, b.ahead, b.holds = at, ahead, window
+    b.owed, b.fraction = owed, fraction
+    b.used = owed * window + fraction
+end
+
+-- The bucket's state matters until it is full again: the ms after which N tokens a ms
+-- have given back used × W.
+local function save(b)
+    local used = b.owed * b.window + b.fraction
+    b.used = used
+    store(b.key, ceil_div(used, b.tokens), b.ahead, FORMAT, b.owed, b.fraction, b.at, b.at)
+end
+
+-- The smallest d ≥ 1 with used − N × d ≤ (N − c) × W; the excess is positive, as the
+-- request was denied, and at most used.
+local function wait(b, c)
+    return ceil_div(b.used - (b.tokens - c) * b.window, b.tokens)
+end
+
+local function spend(b, more)
+    b.owed = b.owed + more
+    save(b)
+end
+
+local function note(b)
+    if b.at > b.seen then
+        store(b.key, ceil_div(b.used, b.tokens), b.ahead, FORMAT, b.stored_owed,
+            b.stored_fraction, b.refilled, b.at)
     end
+end
 
-    local function save()
-        redis.call('HSET', key, 'owed', int(owed), 'fraction', int(fraction),
-            'refilled', int(at), 'seen', int(at))
-        keep()
+-- (owed + more) × W + fraction stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT - b.fraction, b.window) - b.owed
+end
+
+local function counts(b)
+    return b.at - reserved_at < b.window
+end
+
+local function adjust(b, sign, amount)
+    if sign > 0 or b.owed >= amount then
+        b.owed = changed(b.owed, sign, amount)
+    else
+        -- Fewer whole tokens are out than come back: the bucket is full.
+        b.owed, b.fraction = 0, 0
     end
+    save(b)
+end
 
-    local function charge(more)
-        owed = owed + more
-        used = used + more * window
-        save()
-    end
-
-    local bucket = {at = at, ahead = ahead, holds = window}
-
-    function bucket.judge(c)
-        return judge(tokens, window, used, c)
-    end
-
-    -- The smallest d ≥ 1 with used − N × d ≤ (N − c) × W; the excess is positive, as the
-    -- request was denied, and at most used.
-    function bucket.wait(c)
-        return ceil_div(used - (tokens - c) * window, tokens)
-    end
-
-    function bucket.used()
-        return used
-    end
-
-    bucket.spend = charge
-    bucket.record = charge
-
-    function bucket.note()
-        note(key, seen, at, keep)
-    end
-
-    -- (owed + more) × W + fraction stays exact.
-    function bucket.fits(more)
-        return more <= floor_div(EXACT - fraction, window) - owed
-    end
-
-    function bucket.counts()
-        return at - reserved_at < window
-    end
-
-    function bucket.adjust(sign, amount)
-        if sign > 0 or owed >= amount then
-            owed = changed(owed, sign, amount)
-        else
-            -- Fewer whole tokens are out than come back: the bucket is full.
-            owed, fraction = 0, 0
-        end
-        used = owed * window + fraction
-        save()
-    end
-
-    function bucket.reply(outcome, wait)
-        return {outcome, used, at, wait, now, 0, 0, 0, 0}
-    end
-
-    return bucket
+local function counters()
+    return 0, 0, 0, 0
 end

@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use common::{hold_still, past_exact_range, pttl, RedisServer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use redis::Commands;
 use traces::{cost, limit, next_ms, record_cost, start_ms, step, Step};
 use trickle_core::{Algorithm, Limit, Limiter};
 use trickle_redis::{RedisError, RedisLimiter};
@@ -80,7 +79,7 @@ fn redis_decides_as_the_core(algorithm: Algorithm) {
         let redis = RedisLimiter::new(algorithm, trace.limit, "parity").expect("within the bound");
         let bucket = redis.redis_key(&key);
         let stored = |conn: &mut redis::Connection| -> HashMap<String, String> {
-            conn.hgetall(&bucket).expect("HGETALL")
+            common::stored(conn, &bucket)
         };
         // Whatever changed the hash must also have set its expiry; then the expiry is taken
         // off, so that Redis's own clock cannot empty a bucket the trace's clock still needs.

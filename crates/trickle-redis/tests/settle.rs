@@ -119,7 +119,7 @@ fn held(conn: &mut redis::Connection, redis: &RedisLimiter, key: &str) -> Held {
         None => Vec::new(),
     };
     Held {
-        hash: conn.hgetall(&keys[0]).expect("HGETALL"),
+        hash: common::stored(conn, &keys[0]),
         entries,
     }
 }

@@ -88,7 +88,7 @@ fn held(
         Some(log) => conn.lrange(log, 0, -1).unwrap(),
         None => Vec::new(),
     };
-    (conn.hgetall(&keys[0]).unwrap(), entries)
+    (common::stored(conn, &keys[0]), entries)
 }
 
 /// Redis's bucket is the core's: a peek of nothing answers the same.

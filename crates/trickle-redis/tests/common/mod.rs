@@ -332,9 +332,40 @@ pub fn limit(text: &str) -> Limit {
     text.parse().expect("a valid limit")
 }
 
-/// The fields of a bucket's hash, as Redis holds them.
-pub fn stored(conn: &mut redis::Connection, key: &str) -> HashMap<String, String> {
-    conn.hgetall(key).expect("HGETALL")
+/// What a bucket's key holds, by name: the integers of its string (little-endian doubles,
+/// in the order the algorithm's script names them) but those that are 0, which the scripts
+/// read as they read none; nothing when it is gone. The algorithm is read from the key's
+/// name, `{P:KEY}:ALGORITHM` (and `:limit:NAME` for a policy's).
+pub fn stored(conn: &mut impl redis::ConnectionLike, key: &str) -> HashMap<String, String> {
+    let algorithm = key
+        .rsplit_once('}')
+        .and_then(|(_, rest)| rest.split(':').nth(1))
+        .expect("a bucket's key");
+    let names: &[&str] = match algorithm {
+        "floating" => &["previous", "current", "counted", "seen"],
+        "fixed" => &["current", "counted", "seen"],
+        "token-bucket" => &["owed", "fraction", "refilled", "seen"],
+        "sliding-log" => &["total", "seen"],
+        other => panic!("no algorithm {other} in {key}"),
+    };
+    let bytes: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(conn).expect("GET");
+    let Some(bytes) = bytes else {
+        return HashMap::new();
+    };
+    assert_eq!(bytes.len(), 8 * names.len(), "{key} holds {bytes:?}");
+    names
+        .iter()
+        .zip(bytes.chunks_exact(8))
+        .map(|(name, double)| {
+            let value = f64::from_le_bytes(double.try_into().expect("8 bytes"));
+            assert!(
+                value >= 0.0 && value.fract() == 0.0 && value <= 9_007_199_254_740_992.0,
+                "{key}: {name} is {value}"
+            );
+            (name.to_string(), format!("{}", value as u64))
+        })
+        .filter(|(_, value)| value != "0")
+        .collect()
 }
 
 /// How long Redis keeps `key`, in ms (−2 when it is gone).
@@ -398,7 +429,7 @@ pub fn stored_log(
 ) -> LogStored {
     let keys = limiter.redis_keys(key);
     LogStored {
-        hash: conn.hgetall(&keys[0]).expect("HGETALL"),
+        hash: stored(conn, &keys[0]),
         entries: conn.lrange(&keys[1], 0, -1).expect("LRANGE"),
     }
 }

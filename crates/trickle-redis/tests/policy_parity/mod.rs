@@ -123,7 +123,7 @@ fn held_at(conn: &mut impl ConnectionLike, keys: &[String]) -> Held {
         None => Vec::new(),
     };
     Held {
-        hash: conn.hgetall(&keys[0]).expect("HGETALL"),
+        hash: crate::common::stored(conn, &keys[0]),
         entries,
     }
 }
