@@ -14,17 +14,13 @@
 -- - settle: each limit's difference, if it deletes the pending record; refused in every
 --   limit when one would leave the exact range and the record is still there.
 --
--- Each bucket's outcome and wait are kept in it, as `outcome` and `waited`.
-
 local limits = (#ARGV - 8) / 2
 local pending = KEYS[limits * keys_per_limit + 1]
 
 local buckets = {}
 for i = 1, limits do
-    local b = {tokens = tonumber(ARGV[7 + 2 * i]), window = tonumber(ARGV[8 + 2 * i]),
-        outcome = 0, waited = 0}
-    open(b, (i - 1) * keys_per_limit + 1)
-    buckets[i] = b
+    buckets[i] = open((i - 1) * keys_per_limit + 1, tonumber(ARGV[7 + 2 * i]),
+        tonumber(ARGV[8 + 2 * i]))
 end
 
 if op == 'record' then
@@ -41,7 +37,7 @@ if op == 'record' then
         end
     end
 elseif op == 'settle' then
-    local over = false
+    local signs, amounts, over = {}, {}, false
     for i = 1, limits do
         local b = buckets[i]
         local sign, amount = 0, 0
@@ -52,7 +48,7 @@ elseif op == 'settle' then
                 sign, amount = -1, reserved - cost
             end
         end
-        b.sign, b.amount = sign, amount
+        signs[i], amounts[i] = sign, amount
         if sign > 0 and not fits(b, amount) then
             b.outcome, over = 3, true
         end
@@ -71,24 +67,25 @@ elseif op == 'settle' then
         for i = 1, limits do
             local b = buckets[i]
             b.outcome = 0
-            if deleted and b.sign ~= 0 then
-                adjust(b, b.sign, b.amount)
+            if deleted and signs[i] ~= 0 then
+                adjust(b, signs[i], amounts[i])
             else
                 note(b)
             end
         end
     end
 else
+    -- The rule every algorithm shares (the core's `judge`), in each limit: 0 allowed (a
+    -- cost of 0 always fits), 2 never fits (a cost above N), otherwise allowed iff
+    -- used + cost ≤ N, compared × W, else 1, denied.
     local fit = true
     for i = 1, limits do
         local b = buckets[i]
-        local outcome = judge(b.tokens, b.window, b.used, cost)
-        b.outcome = outcome
-        if outcome == 1 then
-            b.waited = wait(b, cost)
-        end
-        if outcome ~= 0 then
-            fit = false
+        local tokens = b.tokens
+        if cost > tokens then
+            b.outcome, fit = 2, false
+        elseif cost > 0 and b.used > (tokens - cost) * b.window then
+            b.outcome, b.waited, fit = 1, wait(b, cost), false
         end
     end
     if op ~= 'peek' then
@@ -108,7 +105,8 @@ else
         -- reading Redis: the time is the first limit's, the reservation's own.
         local longest = 0
         for i = 1, limits do
-            local lasts = lasting(buckets[i].holds, buckets[i].ahead)
+            local b = buckets[i]
+            local lasts = lasting(b.holds, b.ahead)
             if lasts > longest then
                 longest = lasts
             end
@@ -117,16 +115,25 @@ else
     end
 end
 
+-- One limit without its next token, the most common call, answers from one table
+-- constructor, which is made at its size at once.
+if limits == 1 and not report_next then
+    local b = buckets[1]
+    local has, previous, current, elapsed = counters(b)
+    return {b.outcome, b.used, b.at, b.waited, now, has, previous, current, elapsed}
+end
+
 -- With a policy, each limit also says when it frees one more whole token than it has left,
 -- if nothing more is spent: the wait of a request of one token more than what remains, as
 -- the core works it out (PolicyDecision::next_token_ms). None when every token is free.
 local function next_token(b)
-    local free = b.tokens * b.window - b.used
+    local tokens, window = b.tokens, b.window
+    local free = tokens * window - b.used
     local remaining = 0
     if free > 0 then
-        remaining = floor_div(free, b.window)
+        remaining = floor_div(free, window)
     end
-    if remaining >= b.tokens then
+    if remaining >= tokens then
         return 0, 0
     end
     return 1, wait(b, remaining + 1)

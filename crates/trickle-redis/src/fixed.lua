@@ -15,27 +15,30 @@
 local keys_per_limit = 1
 local FORMAT, SIZE = '<ddd', 24
 
-local function open(b, first)
+local function open(first, tokens, window)
     local key = KEYS[first]
-    local current, counted, seen = load(key, FORMAT, SIZE, 'current', 'counted', 'seen')
-    current, counted, seen = current or 0, counted or 0, seen or 0
-    -- As stored, for a write of `seen` alone.
-    b.key, b.stored_current, b.counted, b.seen = key, current, counted, seen
+    local stored_current, counted, seen = load(key, FORMAT, SIZE, 'current', 'counted', 'seen')
+    stored_current, counted, seen = stored_current or 0, counted or 0, seen or 0
 
-    local window = b.window
     local at, ahead = decided_at(seen)
 
     -- The counter belongs to the window of `counted`; in any later window it is empty.
+    local current = stored_current
     local elapsed = fmod(at, window)
     if counted < at - elapsed then
         current = 0
     end
 
-    -- The counter stops counting when the window of `at` ends, W − e from now.
-    b.at, b.ahead, b.holds = at, ahead, window - elapsed
-    b.current, b.start = current, at - elapsed
-    -- used × W = current × W: at most N × W after hits, at most 2^53 after records.
-    b.used = current * window
+    -- The counter stops counting when the window of `at` ends, W − e from now. used × W =
+    -- current × W: at most N × W after hits, at most 2^53 after records.
+    return {
+        tokens = tokens, window = window, at = at, ahead = ahead, holds = window - elapsed,
+        used = current * window, outcome = 0, waited = 0,
+        -- The counter in the window of `at`, when that window started, and as stored, for a
+        -- write of `seen` alone.
+        key = key, current = current, start = at - elapsed,
+        stored_current = stored_current, counted = counted, seen = seen,
+    }
 end
 
 local function save(b)
@@ -54,8 +57,9 @@ local function spend(b, more)
 end
 
 local function note(b)
-    if b.at > b.seen then
-        store(b.key, b.holds, b.ahead, FORMAT, b.stored_current, b.counted, b.at)
+    local at = b.at
+    if at > b.seen then
+        store(b.key, b.holds, b.ahead, FORMAT, b.stored_current, b.counted, at)
     end
 end
 

@@ -15,19 +15,17 @@
 local keys_per_limit = 1
 local FORMAT, SIZE = '<dddd', 32
 
-local function open(b, first)
+local function open(first, tokens, window)
     local key = KEYS[first]
-    local previous, current, counted, seen =
+    local stored_previous, stored_current, counted, seen =
         load(key, FORMAT, SIZE, 'previous', 'current', 'counted', 'seen')
-    previous, current, counted, seen = previous or 0, current or 0, counted or 0, seen or 0
-    -- As stored, for a write of `seen` alone.
-    b.key, b.stored_previous, b.stored_current, b.counted, b.seen =
-        key, previous, current, counted, seen
+    stored_previous, stored_current = stored_previous or 0, stored_current or 0
+    counted, seen = counted or 0, seen or 0
 
-    local window = b.window
     local at, ahead = decided_at(seen)
 
     -- Roll the counters from the window of `counted` to the window of `at`.
+    local previous, current = stored_previous, stored_current
     local elapsed = fmod(at, window)
     local start = at - elapsed
     if counted < start then
@@ -40,39 +38,49 @@ local function open(b, first)
 
     -- The counters of the window of `at` count until the end of the window after it, 2W − e
     -- from now (at most 2^53, as W ≤ 2^52); a write of `seen` alone keeps counters of that
-    -- window or an earlier one, which stop counting no later.
-    b.at, b.ahead, b.holds = at, ahead, 2 * window - elapsed
-    b.previous, b.current, b.elapsed, b.start = previous, current, elapsed, start
-    -- used × W = previous × (W − e) + current × W: at most 2 × N × W after hits alone, and
-    -- at most (previous + current) × W ≤ 2^53 after records.
-    b.used = previous * (window - elapsed) + current * window
+    -- window or an earlier one, which stop counting no later. used × W = previous × (W − e)
+    -- + current × W: at most 2 × N × W after hits alone, and at most (previous + current) × W
+    -- ≤ 2^53 after records.
+    return {
+        tokens = tokens, window = window, at = at, ahead = ahead, holds = 2 * window - elapsed,
+        used = previous * (window - elapsed) + current * window, outcome = 0, waited = 0,
+        -- The counters rolled to the window of `at`, how far `at` is into that window, and
+        -- as stored, for a write of `seen` alone.
+        key = key, previous = previous, current = current, elapsed = elapsed,
+        stored_previous = stored_previous, stored_current = stored_current,
+        counted = counted, seen = seen,
+    }
 end
 
 local function save(b)
-    b.used = b.previous * (b.window - b.elapsed) + b.current * b.window
+    local window, elapsed = b.window, b.elapsed
+    b.used = b.previous * (window - elapsed) + b.current * window
     store(b.key, b.holds, b.ahead, FORMAT, b.previous, b.current, b.at, b.at)
 end
 
--- The first offset into a window at which `spent` tokens of the window before leave
--- room for `room` (scaled): W − min(floor(room / spent), W).
-local function first_fit(window, spent, room)
-    local share = floor_div(room, spent)
-    if share > window then
-        share = window
-    end
-    return window - share
-end
-
+-- The first offset into a window at which `spent` tokens of the window before leave room
+-- for `room` (scaled) is W − min(floor(room / spent), W).
 local function wait(b, c)
-    local tokens, window, current = b.tokens, b.window, b.current
+    local tokens, window, elapsed = b.tokens, b.window, b.elapsed
+    local current = b.current
     if current <= tokens - c then
-        local ms = first_fit(window, b.previous, (tokens - current - c) * window) - b.elapsed
+        -- The room the previous window's tokens leave, as they slide out.
+        local share = floor_div((tokens - current - c) * window, b.previous)
+        if share > window then
+            share = window
+        end
+        local ms = window - share - elapsed
         if ms < 0 then
             return 0
         end
         return ms
     end
-    return (window - b.elapsed) + first_fit(window, current, (tokens - c) * window)
+    -- This window's tokens must first become the previous window's.
+    local share = floor_div((tokens - c) * window, current)
+    if share > window then
+        share = window
+    end
+    return (window - elapsed) + (window - share)
 end
 
 local function spend(b, more)
@@ -81,8 +89,10 @@ local function spend(b, more)
 end
 
 local function note(b)
-    if b.at > b.seen then
-        store(b.key, b.holds, b.ahead, FORMAT, b.stored_previous, b.stored_current, b.counted, b.at)
+    local at = b.at
+    if at > b.seen then
+        store(b.key, b.holds, b.ahead, FORMAT, b.stored_previous, b.stored_current,
+            b.counted, at)
     end
 end
 
@@ -94,11 +104,12 @@ end
 -- The reservation's tokens are in `current` from the start of the window of `at` on, in
 -- `previous` through the window before.
 local function counts(b)
-    return reserved_at >= b.start or b.start - reserved_at <= b.window
+    local start = b.at - b.elapsed
+    return reserved_at >= start or start - reserved_at <= b.window
 end
 
 local function adjust(b, sign, amount)
-    if reserved_at >= b.start then
+    if reserved_at >= b.at - b.elapsed then
         b.current = changed(b.current, sign, amount)
     else
         b.previous = changed(b.previous, sign, amount)

@@ -127,20 +127,6 @@ local function store(key, ms, ahead, format, ...)
     redis.call('SET', key, struct.pack(format, ...), 'PX', lasting(ms, ahead))
 end
 
--- The rule every algorithm shares (the core's `judge`), given a limit of `tokens` per
--- `window` and `used_scaled`, the tokens in use × W: 0 allowed (a cost of 0 always fits),
--- 2 never fits (a cost above N), otherwise allowed iff used + cost ≤ N, else 1, denied.
-local function judge(tokens, window, used_scaled, cost)
-    if cost == 0 then
-        return 0
-    elseif cost > tokens then
-        return 2
-    elseif used_scaled <= (tokens - cost) * window then
-        return 0
-    end
-    return 1
-end
-
 -- The time a request is decided at, and how far that is ahead of the clock: a clock that
 -- went backwards reads as the latest time the bucket has `seen`, as in the core, and a
 -- settle is never decided before its reservation (the core's settle decides at
@@ -168,14 +154,18 @@ local function changed(counter, sign, amount)
 end
 
 -- The algorithm's text defines `keys_per_limit`, how many keys one limit's bucket has, and
--- these functions of a bucket `b`, a table holding its state:
+-- these functions:
 --
---   open(b, first)   reads the bucket whose keys start at KEYS[first] and works out,
---                    writing nothing yet, what it holds at the time the request is decided
---                    at; b.tokens and b.window are set before. It sets b.at and b.ahead
---                    (the time decided at, and how far it is ahead of the clock), b.holds
---                    (how long from b.at a reservation made now keeps counting) and b.used
---                    (the tokens in use × W, as it stands, kept so by every write);
+--   open(first, tokens, window)
+--                    reads the bucket of a limit of `tokens` per `window` whose keys start
+--                    at KEYS[first], and works out, writing nothing yet, what it holds at
+--                    the time the request is decided at. Returns the bucket `b`, one table
+--                    made by one constructor (so at its size at once) holding tokens,
+--                    window, at and ahead (the time decided at, and how far it is ahead of
+--                    the clock), holds (how long from b.at a reservation made now keeps
+--                    counting), used (the tokens in use × W, as it stands, kept so by every
+--                    write), outcome and waited (0, for decide.lua's answer), and the
+--                    algorithm's own state;
 --   wait(b, c)       for a denied request of c tokens, the ms from b.at until it fits;
 --   spend(b, c)      charges c tokens (an admitted request's, or a record's after `fits`),
 --                    and writes the bucket;
@@ -185,5 +175,3 @@ end
 --   adjust(b, s, n)  applies a settle's difference (`changed`), and writes the bucket;
 --   counters(b)      for the reply: 1 and the floating window's previous, current and
 --                    elapsed, or 0, 0, 0, 0.
---
--- and `judge` (above) decides with b.used.

@@ -60,18 +60,22 @@ local function walk(b, first, visit)
     end
 end
 
--- b.total_used is the tokens that still count at b.at (b.used is that × W).
-local function open(b, first)
+local function open(first, tokens, window)
     local bucket, log = KEYS[first], KEYS[first + 1]
     local total, seen = load(bucket, FORMAT, SIZE, 'total', 'seen')
     total, seen = total or 0, seen or 0
-    b.key, b.log, b.total, b.seen = bucket, log, total, seen
 
-    local window = b.window
     local at, ahead = decided_at(seen)
-    b.at, b.ahead, b.holds = at, ahead, window
-    -- Kept up to date by every write, so that an emptied log is never touched again.
-    b.length = redis.call('LLEN', log)
+    local b = {
+        tokens = tokens, window = window, at = at, ahead = ahead, holds = window, used = 0,
+        outcome = 0, waited = 0,
+        -- Its two keys; its total and latest time as stored; the tokens that still count at
+        -- `at` (`used` is that × W); how many entries at the log's head no longer count; and
+        -- the log's length, kept up to date by every write, so that an emptied log is never
+        -- touched again.
+        key = bucket, log = log, total = total, seen = seen, total_used = 0, expired = 0,
+        length = redis.call('LLEN', log),
+    }
 
     -- The entries that no longer count at `at` are a prefix of the log: how many, and
     -- their cost. at − s is exact, where s + W could pass 2^53.
@@ -85,6 +89,7 @@ local function open(b, first)
     end)
     b.total_used = total - gone
     b.used = b.total_used * window
+    return b
 end
 
 -- Drops the entries that no longer count, once: the last thing done to the log but

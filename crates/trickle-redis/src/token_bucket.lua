@@ -17,19 +17,17 @@
 local keys_per_limit = 1
 local FORMAT, SIZE = '<dddd', 32
 
-local function open(b, first)
+local function open(first, tokens, window)
     local key = KEYS[first]
-    local owed, fraction, refilled, seen =
+    local stored_owed, stored_fraction, refilled, seen =
         load(key, FORMAT, SIZE, 'owed', 'fraction', 'refilled', 'seen')
-    owed, fraction, refilled, seen = owed or 0, fraction or 0, refilled or 0, seen or 0
-    -- As stored, for a write of `seen` alone.
-    b.key, b.stored_owed, b.stored_fraction, b.refilled, b.seen =
-        key, owed, fraction, refilled, seen
+    stored_owed, stored_fraction = stored_owed or 0, stored_fraction or 0
+    refilled, seen = refilled or 0, seen or 0
 
-    local tokens, window = b.tokens, b.window
     local at, ahead = decided_at(seen)
 
     -- used × W = owed × W + fraction: at most N × W after hits, at most 2^53 after records.
+    local owed, fraction = stored_owed, stored_fraction
     local used = owed * window + fraction
 
     -- Refill before the check: N × gap tokens (scaled) come back, as whole tokens and 1/W
@@ -56,9 +54,14 @@ local function open(b, first)
         end
     end
 
-    b.at, b.ahead, b.holds = at, ahead, window
-    b.owed, b.fraction = owed, fraction
-    b.used = owed * window + fraction
+    return {
+        tokens = tokens, window = window, at = at, ahead = ahead, holds = window,
+        used = owed * window + fraction, outcome = 0, waited = 0,
+        -- What is taken out once refilled to `at`, and as stored, for a write of `seen` alone.
+        key = key, owed = owed, fraction = fraction,
+        stored_owed = stored_owed, stored_fraction = stored_fraction,
+        refilled = refilled, seen = seen,
+    }
 end
 
 -- The bucket's state matters until it is full again: the ms after which N tokens a ms
@@ -72,7 +75,8 @@ end
 -- The smallest d ≥ 1 with used − N × d ≤ (N − c) × W; the excess is positive, as the
 -- request was denied, and at most used.
 local function wait(b, c)
-    return ceil_div(b.used - (b.tokens - c) * b.window, b.tokens)
+    local tokens = b.tokens
+    return ceil_div(b.used - (tokens - c) * b.window, tokens)
 end
 
 local function spend(b, more)
@@ -81,9 +85,10 @@ local function spend(b, more)
 end
 
 local function note(b)
-    if b.at > b.seen then
+    local at = b.at
+    if at > b.seen then
         store(b.key, ceil_div(b.used, b.tokens), b.ahead, FORMAT, b.stored_owed,
-            b.stored_fraction, b.refilled, b.at)
+            b.stored_fraction, b.refilled, at)
     end
 end
 
