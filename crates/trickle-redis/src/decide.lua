@@ -14,13 +14,14 @@
 -- - settle: each limit's difference, if it deletes the pending record; refused in every
 --   limit when one would leave the exact range and the record is still there.
 --
-local limits = (#ARGV - 8) / 2
+-- Five numbers, then two for each limit, eight bytes each.
+local limits = (#numbers / 8 - 5) / 2
 local pending = KEYS[limits * keys_per_limit + 1]
 
 local buckets = {}
 for i = 1, limits do
-    buckets[i] = open((i - 1) * keys_per_limit + 1, tonumber(ARGV[7 + 2 * i]),
-        tonumber(ARGV[8 + 2 * i]))
+    local tokens, window = struct.unpack('<dd', numbers, 25 + 16 * i)
+    buckets[i] = open((i - 1) * keys_per_limit + 1, tokens, window)
 end
 
 if op == 'record' then
@@ -115,12 +116,12 @@ else
     end
 end
 
--- One limit without its next token, the most common call, answers from one table
--- constructor, which is made at its size at once.
+-- One limit without its next token, the most common call, answers without a table.
 if limits == 1 and not report_next then
     local b = buckets[1]
     local has, previous, current, elapsed = counters(b)
-    return {b.outcome, b.used, b.at, b.waited, now, has, previous, current, elapsed}
+    return struct.pack('<ddddddddd', b.outcome, b.used, b.at, b.waited, now, has, previous,
+        current, elapsed)
 end
 
 -- With a policy, each limit also says when it frees one more whole token than it has left,
@@ -152,4 +153,4 @@ for i = 1, limits do
         n = n + 2
     end
 end
-return reply
+return struct.pack('<' .. string.rep('d', n), unpack(reply))

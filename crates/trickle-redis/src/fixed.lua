@@ -63,18 +63,22 @@ local function note(b)
     end
 end
 
--- current × W stays exact.
-local function fits(b, more)
-    return more <= floor_div(EXACT, b.window) - b.current
-end
+-- What only a record or a settle uses, made only for them (`charges`).
+local fits, counts, adjust
+if charges then
+    -- current × W stays exact.
+    function fits(b, more)
+        return more <= floor_div(EXACT, b.window) - b.current
+    end
 
-local function counts(b)
-    return reserved_at >= b.start
-end
+    function counts(b)
+        return reserved_at >= b.start
+    end
 
-local function adjust(b, sign, amount)
-    b.current = changed(b.current, sign, amount)
-    save(b)
+    function adjust(b, sign, amount)
+        b.current = changed(b.current, sign, amount)
+        save(b)
+    end
 end
 
 local function counters()

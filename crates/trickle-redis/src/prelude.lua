@@ -6,14 +6,15 @@
 -- KEYS     each limit's keys in the policy's order (the bucket; for the sliding log also
 --          the list of its entries), then, for a reserve and a settle, the reservation's
 --          pending record, last.
--- ARGV     now (ms); the cost (a hit's, peek's or reserve's cost above every limit's N comes
---          as the largest N + 1, which decides alike; a record's or settle's is what it
---          charges); the grace (ms); the operation; the clock ("caller", or "server" to
---          decide at the server's TIME, ignoring ARGV[1]); a settle's reservation: its time
---          and what it reserved (0 and 0 for every other operation); "1" to answer, for
---          each limit, when it frees its next token (a policy's answer), else "0"; then
---          each limit's tokens N and window W (ms), in the policy's order. Each bucket is
---          kept until its state can no longer matter, plus the grace.
+-- ARGV     the operation; the clock ("caller", or "server" to decide at the server's TIME,
+--          ignoring the time given); "1" to answer, for each limit, when it frees its next
+--          token (a policy's answer), else "0"; then the numbers, as little-endian doubles
+--          in one string: now (ms); the cost (a hit's, peek's or reserve's cost above every
+--          limit's N comes as the largest N + 1, which decides alike; a record's or
+--          settle's is what it charges); the grace (ms); a settle's reservation: its time
+--          and what it reserved (0 and 0 for every other operation); then each limit's
+--          tokens N and window W (ms), in the policy's order. Each bucket is kept until its
+--          state can no longer matter, plus the grace.
 --
 -- The operations: "hit"; "peek", deciding without spending or writing anything; "record",
 -- charging after the fact, whether it fits or not; "reserve", a hit that, when admitted,
@@ -21,12 +22,13 @@
 -- cost's difference from the reserve, as the core's settle does, but only when it deletes
 -- that pending record.
 --
--- A bucket is one string: its integers as little-endian doubles (struct.pack('<dd…')), read
--- with one GET and written with one SET … PX, which sets its expiry in the same command.
--- Each integer is below 2^53, where a double is exact, so the string holds it exactly; and
--- packing and unpacking convert no number to text and back, which is most of what a
--- script costs beside its round trip. A bucket written as a hash (trickle-redis 0.2 and
--- before) is read from its fields and replaced by the string at its next write.
+-- Numbers cross as little-endian doubles (struct.pack('<dd…')), in and out, and a bucket is
+-- one string of them, read with one GET and written with one SET … PX, which sets its
+-- expiry in the same command. Each integer is at most 2^53, where a double is exact, so
+-- they cross exactly; and one struct call packs or unpacks them all, where turning each
+-- number into text and back (tonumber, string.format) costs more than the arithmetic of a
+-- decision. A bucket written as a hash (trickle-redis 0.2 and before) is read from its
+-- fields and replaced by the string at its next write.
 --
 -- Lua numbers are doubles, exact for integers up to 2^53. The caller checked every limit
 -- against the algorithm's bound and the time against 2^53, so every sum and product the
@@ -36,8 +38,8 @@
 -- as integers; never through tostring, which keeps only 14 digits.
 --
 -- Each limit answers nine integers: {outcome, used × W, at, wait, now, has counters,
--- previous, current, elapsed}, and with ARGV[8] = "1" two more, {has a next token, ms until
--- it}. Outcome 0 allowed, 1 denied (then the request fits at at + wait), 2 exceeds the
+-- previous, current, elapsed}, and with ARGV[3] = "1" two more, {has a next token, ms until
+-- it}; the answer is all of them, packed as the arguments are. Outcome 0 allowed, 1 denied (then the request fits at at + wait), 2 exceeds the
 -- limit, 3 a record or settle that would leave the exact range (then nothing was written,
 -- in any limit).
 --
@@ -45,24 +47,19 @@
 -- and so is every table, so the algorithms keep a bucket's state in one plain table and
 -- their functions take it as an argument, rather than each bucket carrying closures.
 
-local now = tonumber(ARGV[1])
-local cost = tonumber(ARGV[2])
-local grace = tonumber(ARGV[3])
-local op = ARGV[4]
+local op = ARGV[1]
+local report_next = ARGV[3] == '1'
+local numbers = ARGV[4]
 -- A settle's reservation: when it was made (on the clock decisions are made on) and what it
 -- holds; 0 for every other operation, where they change nothing below.
-local reserved_at, reserved = 0, 0
-if op == 'settle' then
-    reserved_at, reserved = tonumber(ARGV[6]), tonumber(ARGV[7])
-end
-local report_next = ARGV[8] == '1'
+local now, cost, grace, reserved_at, reserved = struct.unpack('<ddddd', numbers)
 
 -- 2^53, the largest integer below which every integer is a double.
 local EXACT = 9007199254740992
 
 local fmod = math.fmod
 
-if ARGV[5] == 'server' then
+if ARGV[2] == 'server' then
     -- Before Redis 5 a script that reads TIME must replicate its effects, not itself;
     -- from Redis 7 that is the only way and this call does nothing. TIME stays the same
     -- for the whole script, which is what a decision needs, and every limit of a policy
@@ -142,15 +139,22 @@ local function decided_at(seen)
     return at, at - now
 end
 
+-- Whether this call charges after the fact, a record or a settle: only then are the
+-- functions that do so made, as every function is made again on each call.
+local charges = op == 'record' or op == 'settle'
+
 -- `counter` changed by a settle's difference: `sign` 1 adds `amount`, −1 takes it away,
 -- stopping at 0 (the core's Difference::applied_to).
-local function changed(counter, sign, amount)
-    if sign > 0 then
-        return counter + amount
-    elseif amount >= counter then
-        return 0
+local changed
+if charges then
+    function changed(counter, sign, amount)
+        if sign > 0 then
+            return counter + amount
+        elseif amount >= counter then
+            return 0
+        end
+        return counter - amount
     end
-    return counter - amount
 end
 
 -- The algorithm's text defines `keys_per_limit`, how many keys one limit's bucket has, and

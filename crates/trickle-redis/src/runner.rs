@@ -156,21 +156,27 @@ impl Runner {
             // The script finds the pending record last in KEYS, so Redis Cluster sees it.
             invocation.key(pending(ticket));
         }
+        let limits_numbers = limits
+            .iter()
+            .flat_map(|limit| [limit.tokens(), limit.window_ms()]);
         invocation
-            .arg(now_ms)
-            .arg(script_cost)
-            .arg(EXPIRY_GRACE_MS)
             .arg(name)
             .arg(match self.clock {
                 Clock::Caller => "caller",
                 Clock::Server => "server",
             })
-            .arg(reserved_at_ms)
-            .arg(reserved)
-            .arg(if report_next { "1" } else { "0" });
-        for limit in limits {
-            invocation.arg(limit.tokens()).arg(limit.window_ms());
-        }
+            .arg(if report_next { "1" } else { "0" })
+            .arg(doubles(
+                [
+                    now_ms,
+                    script_cost,
+                    EXPIRY_GRACE_MS,
+                    reserved_at_ms,
+                    reserved,
+                ]
+                .into_iter()
+                .chain(limits_numbers),
+            ));
         Ok(invocation)
     }
 
@@ -315,19 +321,38 @@ pub(crate) fn decision(
     })
 }
 
-/// The script's `len` non-negative integers; anything else is a [`RedisError::BadReply`].
+/// Integers as the scripts read their arguments and write their answers and buckets: each
+/// a little-endian double (Lua's `struct`, `<d`), exact as every one is at most 2^53 (the
+/// caller checked times and costs, the limits' N × W is within it), and read in one call
+/// instead of one `tonumber` each, which costs a script more than its arithmetic.
+fn doubles(numbers: impl Iterator<Item = u64>) -> Vec<u8> {
+    numbers
+        // At most 2^53 (a time of the server's clock aside, which the script ignores).
+        .flat_map(|n| (n as f64).to_le_bytes())
+        .collect()
+}
+
+/// The script's `len` non-negative integers, as [`doubles`]; anything else is a
+/// [`RedisError::BadReply`].
 pub(crate) fn integers(reply: &Value, len: usize) -> Result<Vec<u64>, RedisError> {
-    let Value::Array(items) = reply else {
+    let Value::BulkString(bytes) = reply else {
         return Err(bad_reply(reply));
     };
-    if items.len() != len {
+    if bytes.len() != 8 * len {
         return Err(bad_reply(reply));
     }
-    items
-        .iter()
-        .map(|item| match item {
-            Value::Int(n) => u64::try_from(*n).map_err(|_| bad_reply(reply)),
-            _ => Err(bad_reply(reply)),
+    bytes
+        .chunks_exact(8)
+        .map(|double| {
+            let mut le = [0; 8];
+            le.copy_from_slice(double);
+            let number = f64::from_le_bytes(le);
+            // Integers of 0 to 2^53, every one of which a double holds exactly.
+            if (0.0..=MAX_TIME_MS as f64).contains(&number) && number.fract() == 0.0 {
+                Ok(number as u64)
+            } else {
+                Err(bad_reply(reply))
+            }
         })
         .collect()
 }

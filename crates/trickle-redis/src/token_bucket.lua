@@ -92,23 +92,27 @@ local function note(b)
     end
 end
 
--- (owed + more) × W + fraction stays exact.
-local function fits(b, more)
-    return more <= floor_div(EXACT - b.fraction, b.window) - b.owed
-end
-
-local function counts(b)
-    return b.at - reserved_at < b.window
-end
-
-local function adjust(b, sign, amount)
-    if sign > 0 or b.owed >= amount then
-        b.owed = changed(b.owed, sign, amount)
-    else
-        -- Fewer whole tokens are out than come back: the bucket is full.
-        b.owed, b.fraction = 0, 0
+-- What only a record or a settle uses, made only for them (`charges`).
+local fits, counts, adjust
+if charges then
+    -- (owed + more) × W + fraction stays exact.
+    function fits(b, more)
+        return more <= floor_div(EXACT - b.fraction, b.window) - b.owed
     end
-    save(b)
+
+    function counts(b)
+        return b.at - reserved_at < b.window
+    end
+
+    function adjust(b, sign, amount)
+        if sign > 0 or b.owed >= amount then
+            b.owed = changed(b.owed, sign, amount)
+        else
+            -- Fewer whole tokens are out than come back: the bucket is full.
+            b.owed, b.fraction = 0, 0
+        end
+        save(b)
+    end
 end
 
 local function counters()
