@@ -281,7 +281,8 @@ fuzz:
 	FUZZ_TIME=$(FUZZ_TIME) fuzz/run.sh
 
 # The benchmark table of docs/src/performance.md: criterion against governor, heap bytes per key, the floating
-# window on a private redis-server against INCRBY, the wasm bindings against plain JS in
+# window on a private redis-server against INCRBY (one key; then keys spread over one node
+# and over a three-master Redis Cluster), the wasm bindings against plain JS in
 # Node, the widget's animation frames in Chromium, each against its baseline in the same run;
 # then what the docs quote beside it (the layer's own work per request, a keyed limiter's
 # table under a million keys, the server's memory under a flood of client ids, a config of
@@ -294,6 +295,7 @@ bench: setup-test site size cli
 	@date +%s > target/bench/started
 	$(CARGO) bench --locked --bench decisions --bench keyed
 	$(CARGO) bench --locked -p trickle-redis --bench load
+	$(CARGO) bench --locked -p trickle-redis --features cluster --bench spread
 	$(CARGO) bench --locked -p trickle-tower --features redis --bench http_load
 	$(CARGO) run --locked --release --example heap_per_key > target/bench/bytes-per-key.csv
 	@cat target/bench/bytes-per-key.csv

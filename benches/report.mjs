@@ -215,6 +215,71 @@ absolute(
   REDIS,
 );
 
+// Keys spread over many buckets, on one node and on a three-master cluster: each layout's
+// script against its own INCRBY, and the cluster's decisions per second against one node's.
+const SPREAD = "cargo bench -p trickle-redis --features cluster --bench spread";
+const spread = JSON.parse(read("bench/redis-spread.json", SPREAD));
+const spreadSetup = `${spread.connections} connections × ${format(spread.decisionsPerConnection)} decisions over ${format(spread.keys)} keys, limit ${spread.limit} a key, median of ${spread.rounds} rounds`;
+for (const [layout, name] of [
+  ["single", "one node"],
+  ["cluster", `Redis Cluster of ${spread.masters} masters`],
+]) {
+  for (const [percentile, key] of [
+    ["p50", "p50Us"],
+    ["p99", "p99Us"],
+  ]) {
+    compare(
+      `redis.spread.${layout}.${percentile}`,
+      `Redis floating window script vs \`INCRBY\`, ${percentile} latency, ${name}, ${spreadSetup}`,
+      spread[layout].script[key],
+      spread[layout].incrby[key],
+      "µs",
+      undefined,
+      SPREAD,
+    );
+  }
+  compare(
+    `redis.spread.${layout}.throughput`,
+    `Redis floating window script vs \`INCRBY\`, throughput (higher is better), ${name}, ${spreadSetup}`,
+    spread[layout].script.perSecond,
+    spread[layout].incrby.perSecond,
+    "decisions/s",
+    undefined,
+    SPREAD,
+  );
+}
+// The server's own time per call (INFO commandstats), which the clients sharing this
+// machine's cores do not stretch: Redis runs scripts on one thread, so one node decides at
+// most 1 s / that time a second. Deployments are sized on paper from it, at half that load.
+compare(
+  "redis.spread.serverTime",
+  `Redis server's own time per call, floating window script vs \`INCRBY\` (\`INFO commandstats\`), one node, ${spreadSetup}`,
+  spread.serverUsPerScript,
+  spread.serverUsPerIncrby,
+  "µs",
+  undefined,
+  SPREAD,
+);
+const nodeCapacity = 1e6 / spread.serverUsPerScript;
+figures["redis.sizing.nodeCapacity"] = `${format(Math.round(nodeCapacity / 1000) * 1000)} decisions/s`;
+figures["redis.sizing.halfCapacity"] = `${format(Math.round(nodeCapacity / 2000) * 1000)} decisions/s`;
+for (const [name, target] of [
+  ["k10", 1e4],
+  ["k100", 1e5],
+  ["m1", 1e6],
+]) {
+  figures[`redis.sizing.${name}`] = String(Math.max(1, Math.ceil(target / (nodeCapacity / 2))));
+}
+compare(
+  "redis.spread.clusterVsSingle.throughput",
+  `Redis floating window decisions/s, cluster of ${spread.masters} masters vs one node, both on this machine's cores (higher is better), ${spreadSetup}`,
+  spread.cluster.script.perSecond,
+  spread.single.script.perSecond,
+  "decisions/s",
+  undefined,
+  SPREAD,
+);
+
 // The tower layer over real HTTP on 127.0.0.1: a trivial handler with and without it, the
 // same load from the same client in the same run.
 const HTTP = "cargo bench -p trickle-tower --features redis --bench http_load";
