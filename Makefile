@@ -281,6 +281,16 @@ e2e-run:
 	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
 	$(CARGO) test --locked -p trickle-cli --test openapi -- --ignored
 
+# What a Redis Cluster failover costs (crates/trickle-cli/tests/serve_cluster.rs, which
+# `make test` runs too): a master SIGKILLed under two `trickle serve --redis-cluster`, one
+# failing open and one closed; docs/figures/failover.json for docs/src/redis.md.
+.PHONY: failover
+failover: setup-test
+	@mkdir -p target
+	TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover.json $(CARGO) test --locked -p trickle-cli \
+		--test serve_cluster -- --nocapture killed
+	@node scripts/figures.mjs record failover "make failover" target/failover.json
+
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
 # toolchain and cargo-fuzz it needs when they are missing.
