@@ -93,6 +93,19 @@ pub(crate) fn div_rem_wide(n: u128, d: u128) -> (u128, u128) {
     }
 }
 
+/// `a × b`, exact. On 64-bit targets the compiler's own widening multiplication. WebAssembly
+/// has no 64 × 64 → 128 instruction, so there it is a library call; when both factors fit
+/// 32 bits, as counts, windows and their differences do for every everyday limit, their
+/// product fits a `u64` and one native multiplication gives it.
+#[inline]
+pub(crate) fn mul_wide(a: u64, b: u64) -> u128 {
+    if !cfg!(target_pointer_width = "64") && (a | b) >> 32 == 0 {
+        u128::from(a * b)
+    } else {
+        u128::from(a) * u128::from(b)
+    }
+}
+
 /// [`div_rem_wide`] off 64-bit targets: long division in base 2, exact, in 128 steps at most.
 /// Compiled everywhere so that the native tests check it.
 fn div_rem_bitwise(n: u128, d: u128) -> (u128, u128) {
