@@ -179,8 +179,9 @@ pub(crate) trait Rolling: Copy + Default {
     }
 
     /// The decision on a request of `cost` that left the state as it is now, at
-    /// `position`, with `used_scaled` tokens in use.
-    #[inline]
+    /// `position`, with `used_scaled` tokens in use. Always inlined, as `div_rem` is: in
+    /// the widget's WebAssembly a call would pass the decision through memory once more.
+    #[inline(always)]
     fn decided(
         &self,
         limit: &Limit,
