@@ -148,10 +148,10 @@ test: setup-test js-unit fmt clippy unit-build doc site docs
 	$(MAKE) -j4 --output-sync=target native-lane checks-low loom-low e2e-run
 
 .PHONY: unit-build unit-run native-lane checks-low loom-low e2e-run clippy semver msrv \
-	publish-check-run wasm-node-run wasm-browser-run
+	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run
 native-lane:
 	$(MAKE) -j1 --no-print-directory unit-run
-	nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv
+	nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy
 
 checks-low:
 	nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run
@@ -182,19 +182,25 @@ clippy:
 
 # The public API of each library crate against the last release (the v0.1.0 tag; a clone
 # without tags finds its commit in release/baseline): a change that breaks a user's code
-# fails unless the crate's version says so. cargo-semver-checks builds both versions' rustdoc
-# JSON in its own target folder.
+# fails unless the crate's version says so. scripts/semver.sh builds both versions' rustdoc
+# JSON in one target folder, target/semver, and cargo-semver-checks compares them.
 SEMVER_CRATES = trickle-core trickle-redis trickle-tower
 semver: setup-test
-	@baseline=$$(scripts/release-baseline.sh) && \
-	cargo semver-checks check-release --baseline-rev "$$baseline" \
-		$(foreach crate,$(SEMVER_CRATES),--package $(crate)) --all-features
+	scripts/semver.sh $(SEMVER_CRATES)
 
 # The oldest Rust the crates declare (`rust-version` in Cargo.toml) builds every crate, its
 # tests and its examples; scripts/setup.sh test installs that toolchain through rustup.
 MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv: setup-test
 	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis,trickle-redis/cluster
+
+# In `make test`, clippy has already checked every crate and target, with these features, on
+# the default toolchain (and the loom lane builds trickle-loom): when that toolchain is the
+# declared version, the check would repeat it, over a minute of `make test`.
+msrv-after-clippy:
+	@if [ "$$(rustc --version | cut -d' ' -f2)" = "$(MSRV).0" ]; then \
+		echo "msrv: the default toolchain is Rust $(MSRV).0, the declared version, which clippy has built everything with"; \
+	else $(MAKE) --no-print-directory msrv; fi
 
 # Unit, integration, CLI, Redis (a private redis-server each test starts; a Redis Cluster
 # of six per cluster suite, trickle-redis's cluster feature), the tower layer
@@ -268,11 +274,13 @@ publish-check: package
 # keeps them by name and version only, so a crate changed since, still at one version, would be
 # verified as it was. The verification builds the packed crates in target/debug, where the
 # doc tests' rustdoc would find a second trickle_core beside the workspace's (E0460): in
-# `make test` it runs after them.
+# `make test` it runs after them. A packed crate is built as a workspace of its own, without
+# the root manifest's profiles: debug info off for all, as the workspace builds its
+# dependencies, so that those builds are reused rather than made again with full debug info.
 publish-check-run:
 	node scripts/packaging.mjs
 	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/trickle-*
-	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client --exclude trickle-loom
+	CARGO_PROFILE_DEV_DEBUG=false $(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client --exclude trickle-loom
 	cd $(PACKAGE_DIR) && npm publish --dry-run --ignore-scripts
 
 # The package, its tarball installed in a scratch project, the element and the docs page in
@@ -291,6 +299,16 @@ e2e-run:
 	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
 	$(CARGO) test --locked -p trickle-cli --test openapi -- --ignored
+
+# What a Redis Cluster failover costs (crates/trickle-cli/tests/serve_cluster.rs, which
+# `make test` runs too): a master SIGKILLed under two `trickle serve --redis-cluster`, one
+# failing open and one closed; docs/figures/failover.json for docs/src/redis.md.
+.PHONY: failover
+failover: setup-test
+	@mkdir -p target
+	TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover.json $(CARGO) test --locked -p trickle-cli \
+		--test serve_cluster -- --nocapture killed
+	@node scripts/figures.mjs record failover "make failover" target/failover.json
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
