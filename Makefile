@@ -310,6 +310,18 @@ failover: setup-test
 		--test serve_cluster -- --nocapture killed
 	@node scripts/figures.mjs record failover "make failover" target/failover.json
 
+# The same on six Valkey nodes (see valkey-run): docs/figures/failover-valkey.json. With
+# unit-run's features, so that after `make test` it builds nothing.
+.PHONY: failover-valkey
+failover-valkey: setup-test
+	@mkdir -p target
+	TRICKLE_REDIS_SERVER=$(VALKEY_BIN)/valkey-server TRICKLE_REDIS_CLI=$(VALKEY_BIN)/valkey-cli \
+		TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover-valkey.json \
+		$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster \
+		--test serve_cluster -- --nocapture killed
+	@node scripts/figures.mjs record failover-valkey "make failover-valkey" \
+		target/failover-valkey.json
+
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
 # toolchain and cargo-fuzz it needs when they are missing.
