@@ -139,7 +139,7 @@ docs: package
 #   registry dry runs and the declared Rust version, which build in the same target folder
 #   and so must not start before the doc tests have been compiled against it;
 # - the API's semver check (its own target folder), then the WebAssembly boundary tests;
-# - the loom model (its own target folder);
+# - the loom model (its own target folder), then the Redis suites again on Valkey;
 # - the end-to-end suite, which keeps about one core busy (Chromium waits on its pages).
 # Everything but the end-to-end suite and the native tests runs at the lowest priority, so the
 # browser's timings are not the ones that stretch. The lanes call the `-run` targets, which
@@ -157,7 +157,7 @@ checks-low:
 	nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run
 
 loom-low:
-	nice -n 19 $(MAKE) --no-print-directory loom
+	nice -n 19 $(MAKE) -j1 --no-print-directory loom valkey-run
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
@@ -213,6 +213,25 @@ unit-build: setup-test
 
 unit-run:
 	$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster
+
+# The Redis suites again, on Valkey (scripts/setup.sh test puts its valkey-server and
+# valkey-cli in target/tools/valkey/bin): every test binary of crates/trickle-redis, and the
+# CLI's and the layer's that start a server, single or Cluster. A `--test NAME` runs every
+# default package's test of that name, so the core's own fixed_window.rs and the like come
+# along; they need no server and take milliseconds. The features are unit-run's, so this
+# builds nothing. The test support checks that each server it starts is the one
+# TRICKLE_REDIS_SERVER names, so a suite that ignored it fails rather than pass on Redis.
+VALKEY_BIN = $(CURDIR)/target/tools/valkey/bin
+VALKEY_TESTS = $(sort $(basename $(notdir $(wildcard crates/trickle-redis/tests/*.rs)))) \
+	redis serve_redis serve_cluster serve_metrics fallback
+.PHONY: valkey valkey-run
+valkey: unit-build
+	@$(MAKE) --no-print-directory valkey-run
+
+valkey-run:
+	TRICKLE_REDIS_SERVER=$(VALKEY_BIN)/valkey-server TRICKLE_REDIS_CLI=$(VALKEY_BIN)/valkey-cli \
+		$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster \
+		$(addprefix --test ,$(VALKEY_TESTS))
 
 # The loom model of the concurrent limiter's compare-and-swap (tests/loom): every
 # interleaving of a few threads on one packed key. Its own target folder, since the cfg
@@ -290,6 +309,18 @@ failover: setup-test
 	TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover.json $(CARGO) test --locked -p trickle-cli \
 		--test serve_cluster -- --nocapture killed
 	@node scripts/figures.mjs record failover "make failover" target/failover.json
+
+# The same on six Valkey nodes (see valkey-run): docs/figures/failover-valkey.json. With
+# unit-run's features, so that after `make test` it builds nothing.
+.PHONY: failover-valkey
+failover-valkey: setup-test
+	@mkdir -p target
+	TRICKLE_REDIS_SERVER=$(VALKEY_BIN)/valkey-server TRICKLE_REDIS_CLI=$(VALKEY_BIN)/valkey-cli \
+		TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover-valkey.json \
+		$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster \
+		--test serve_cluster -- --nocapture killed
+	@node scripts/figures.mjs record failover-valkey "make failover-valkey" \
+		target/failover-valkey.json
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
