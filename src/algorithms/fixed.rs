@@ -4,7 +4,7 @@
 //! window and another at the start of the next let 2N tokens through in a few
 //! milliseconds. It is here to be compared against, and for the APIs that really use it.
 
-use crate::algorithms::state::{Difference, Rolling, Usage};
+use crate::algorithms::state::{Difference, Rolling};
 use crate::values::limit::Limit;
 
 /// The tokens spent in the window of `latest_ms`.
@@ -21,25 +21,22 @@ impl Rolling for FixedState {
     /// One division finds where `at_ms` falls; the latest time (never later) was in the
     /// same window iff it is not before that window's start.
     #[inline]
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> (FixedState, u64) {
+    fn roll(&mut self, limit: &Limit, at_ms: u64) -> u64 {
         let elapsed_ms = at_ms % limit.window_ms();
         let same_window = self.latest_ms >= at_ms - elapsed_ms;
-        let state = FixedState {
-            current: if same_window { self.current } else { 0 },
-            latest_ms: at_ms,
-        };
-        (state, elapsed_ms)
+        if !same_window {
+            self.current = 0;
+        }
+        self.latest_ms = at_ms;
+        elapsed_ms
     }
 
     fn latest_ms(&self) -> u64 {
         self.latest_ms
     }
 
-    fn usage(&self, limit: &Limit, _elapsed_ms: u64) -> Usage {
-        Usage {
-            used_scaled: limit.scale_tokens(self.current),
-            counters: None,
-        }
+    fn used_scaled(&self, limit: &Limit, _elapsed_ms: u64) -> u128 {
+        limit.scale_tokens(self.current)
     }
 
     /// Nothing comes back before the next window begins, and then everything does.

@@ -13,10 +13,10 @@
 //! `previous × (W − e) + current × W` against `N × W`. This is what Cloudflare and Upstash
 //! call a sliding window, and what EVE Online's ESI calls a floating window.
 
-use crate::algorithms::state::{saturate_ms, Difference, Rolling, Usage};
+use crate::algorithms::state::{saturate_ms, Difference, Rolling};
 use crate::values::decision::Counters;
 use crate::values::limit::Limit;
-use crate::values::tokens::div_rem_wide;
+use crate::values::tokens::{div_rem_wide, mul_wide};
 
 /// A floating window's counters, 40 bytes: see [`crate::KeyedLimiter`] for what a key costs.
 ///
@@ -61,26 +61,22 @@ impl Rolling for FloatingState {
     /// whole window empties both. One division finds where `at_ms` falls; which window the
     /// latest time was in then follows by comparing it with that window's start.
     #[inline]
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> (FloatingState, u64) {
+    fn roll(&mut self, limit: &Limit, at_ms: u64) -> u64 {
         let window_ms = limit.window_ms();
         let elapsed_ms = at_ms % window_ms;
         let start_ms = at_ms - elapsed_ms;
         // latest_ms ≤ at_ms, so it is in this window, in the one before (which began
         // W before this one), or earlier; written without subtracting W from start_ms,
         // which is 0 in the first window.
-        let (previous, current) = if self.latest_ms >= start_ms {
-            (self.previous, self.current)
+        if self.latest_ms >= start_ms {
+            // The same window: the counters stand.
         } else if start_ms - self.latest_ms <= window_ms {
-            (self.current, 0)
+            (self.previous, self.current) = (self.current, 0);
         } else {
-            (0, 0)
-        };
-        let state = FloatingState {
-            previous,
-            current,
-            latest_ms: at_ms,
-        };
-        (state, elapsed_ms)
+            (self.previous, self.current) = (0, 0);
+        }
+        self.latest_ms = at_ms;
+        elapsed_ms
     }
 
     fn latest_ms(&self) -> u64 {
@@ -89,23 +85,24 @@ impl Rolling for FloatingState {
 
     /// `used × W = previous × (W − e) + current × W`, exact.
     #[inline]
-    fn usage(&self, limit: &Limit, elapsed_ms: u64) -> Usage {
+    fn used_scaled(&self, limit: &Limit, elapsed_ms: u64) -> u128 {
         let overlap_ms = limit.window_ms() - elapsed_ms;
         let previous = match u64::try_from(self.previous) {
             // A u64 times a u64 fits a u128: one multiplication.
-            Ok(previous) => u128::from(previous) * u128::from(overlap_ms),
+            Ok(previous) => mul_wide(previous, overlap_ms),
             Err(_) => self.previous.saturating_mul(u128::from(overlap_ms)),
         };
-        Usage {
-            // Saturating is exact enough here: a sum past u128::MAX is over every N × W.
-            used_scaled: previous.saturating_add(limit.scale(self.current)),
-            counters: Some(Counters {
-                previous: self.previous,
-                current: self.current,
-                elapsed_ms,
-                window_ms: limit.window_ms(),
-            }),
-        }
+        // Saturating is exact enough here: a sum past u128::MAX is over every N × W.
+        previous.saturating_add(limit.scale(self.current))
+    }
+
+    fn counters(&self, limit: &Limit, elapsed_ms: u64) -> Option<Counters> {
+        Some(Counters {
+            previous: self.previous,
+            current: self.current,
+            elapsed_ms,
+            window_ms: limit.window_ms(),
+        })
     }
 
     /// Within a window `previous × (W − e)` only shrinks as e grows, so the first e that

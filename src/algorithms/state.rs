@@ -64,22 +64,6 @@ pub(crate) struct Usage {
     pub counters: Option<Counters>,
 }
 
-impl Usage {
-    /// The usage once an allowed `cost` is spent in the current window: `cost × W` more, and
-    /// `cost` more in the current counter. Exact, as the request fitted: the sum is at most
-    /// N × W and the counter at most N, so neither saturates, and nothing is worked out
-    /// again from the state.
-    fn after_spending(self, limit: &Limit, cost: u64) -> Usage {
-        Usage {
-            used_scaled: self.used_scaled + limit.scale_tokens(cost),
-            counters: self.counters.map(|counters| Counters {
-                current: counters.current + u128::from(cost),
-                ..counters
-            }),
-        }
-    }
-}
-
 /// Applies the shared rule to a request of `cost` at the effective time `at_ms`
 /// (`≥ now_ms`, the caller's time), given the tokens in use before it.
 ///
@@ -142,12 +126,20 @@ pub(crate) trait Rolling: Copy + Default {
     /// window), handed to the other methods so that they need not divide by W again.
     type Position: Copy;
 
-    /// The state as it stands at `at_ms` (not before the latest time seen), and its position.
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> (Self, Self::Position);
+    /// Brings the state to how it stands at `at_ms` (not before the latest time seen), in
+    /// place, and says where that is.
+    fn roll(&mut self, limit: &Limit, at_ms: u64) -> Self::Position;
     /// The latest time seen.
     fn latest_ms(&self) -> u64;
-    /// The tokens in use, and the counters to show, at the state's position.
-    fn usage(&self, limit: &Limit, position: Self::Position) -> Usage;
+    /// `used × W`, the tokens in use at the state's position, exact.
+    fn used_scaled(&self, limit: &Limit, position: Self::Position) -> u128;
+    /// The counters to show at the state's position: `None` but for the floating window.
+    /// Asked only once a decision is made, so that the numbers a decision weighs stay
+    /// small enough to pass in registers rather than be copied through memory.
+    fn counters(&self, limit: &Limit, position: Self::Position) -> Option<Counters> {
+        let _ = (limit, position);
+        None
+    }
     /// The smallest d ≥ 1 after which a denied `cost ≤ N` fits.
     fn wait_ms(&self, limit: &Limit, position: Self::Position, cost: u64) -> u64;
     /// Adds `cost` to the tokens in use; the position stays the same.
@@ -170,7 +162,7 @@ pub(crate) trait Rolling: Copy + Default {
     }
 
     /// Applies the shared rule to a state already rolled to its latest time, at `position`:
-    /// the usage before the request, and the outcome for a caller at `now_ms`.
+    /// `used × W` before the request, and the outcome for a caller at `now_ms`.
     #[inline]
     fn judge_rolled(
         &self,
@@ -178,23 +170,47 @@ pub(crate) trait Rolling: Copy + Default {
         now_ms: u64,
         position: Self::Position,
         cost: u64,
-    ) -> (Usage, Outcome) {
-        let usage = self.usage(limit, position);
-        let outcome = judge(
-            limit,
-            now_ms,
-            self.latest_ms(),
-            usage.used_scaled,
-            cost,
-            || self.wait_ms(limit, position, cost),
-        );
-        (usage, outcome)
+    ) -> (u128, Outcome) {
+        let used_scaled = self.used_scaled(limit, position);
+        let outcome = judge(limit, now_ms, self.latest_ms(), used_scaled, cost, || {
+            self.wait_ms(limit, position, cost)
+        });
+        (used_scaled, outcome)
     }
 
-    /// Rolls to the effective time: the rolled state and its position.
+    /// The decision on a request of `cost` that left the state as it is now, at
+    /// `position`, with `used_scaled` tokens in use. Always inlined, as `div_rem` is: in
+    /// the widget's WebAssembly a call would pass the decision through memory once more.
+    #[inline(always)]
+    fn decided(
+        &self,
+        limit: &Limit,
+        position: Self::Position,
+        cost: u64,
+        outcome: Outcome,
+        used_scaled: u128,
+    ) -> Decision {
+        let usage = Usage {
+            used_scaled,
+            counters: self.counters(limit, position),
+        };
+        decision(limit, self.latest_ms(), cost, outcome, usage)
+    }
+
+    /// Rolls to the effective time, in place: the position. In place rather than as a
+    /// new state, which a WebAssembly build copies through memory, at a cost that weighs on
+    /// a hit more than the arithmetic does.
+    #[inline]
+    fn roll_for(&mut self, limit: &Limit, now_ms: u64) -> Self::Position {
+        self.roll(limit, now_ms.max(self.latest_ms()))
+    }
+
+    /// The state rolled to the effective time, leaving this one as it is, and its position.
     #[inline]
     fn rolled_for(&self, limit: &Limit, now_ms: u64) -> (Self, Self::Position) {
-        self.rolled(limit, now_ms.max(self.latest_ms()))
+        let mut state = *self;
+        let position = state.roll_for(limit, now_ms);
+        (state, position)
     }
 }
 
@@ -209,12 +225,14 @@ pub(crate) fn hit_rolled<T: Rolling>(
     position: T::Position,
     cost: u64,
 ) -> Decision {
-    let (mut usage, outcome) = state.judge_rolled(limit, now_ms, position, cost);
+    let (mut used_scaled, outcome) = state.judge_rolled(limit, now_ms, position, cost);
     if outcome == Outcome::Allowed {
         state.spend(cost);
-        usage = usage.after_spending(limit, cost);
+        // Exact, as the request fitted: the sum is at most N × W, so nothing is worked
+        // out again from the state.
+        used_scaled += limit.scale_tokens(cost);
     }
-    decision(limit, state.latest_ms(), cost, outcome, usage)
+    state.decided(limit, position, cost, outcome, used_scaled)
 }
 
 /// [`State::peek`] on a state already rolled to its latest time, at `position`.
@@ -226,8 +244,8 @@ pub(crate) fn peek_rolled<T: Rolling>(
     position: T::Position,
     cost: u64,
 ) -> Decision {
-    let (usage, outcome) = state.judge_rolled(limit, now_ms, position, cost);
-    decision(limit, state.latest_ms(), cost, outcome, usage)
+    let (used_scaled, outcome) = state.judge_rolled(limit, now_ms, position, cost);
+    state.decided(limit, position, cost, outcome, used_scaled)
 }
 
 /// [`State::record`] on a state already rolled to its latest time, at `position`.
@@ -238,10 +256,11 @@ pub(crate) fn record_rolled<T: Rolling>(
     position: T::Position,
     cost: u64,
 ) -> Decision {
-    // Not `after_spending`: a recorded cost may push the counters to saturation.
+    // Worked out again from the state, unlike a hit's: a recorded cost may push the
+    // counters to saturation.
     state.spend(cost);
-    let usage = state.usage(limit, position);
-    decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
+    let used_scaled = state.used_scaled(limit, position);
+    state.decided(limit, position, cost, Outcome::Allowed, used_scaled)
 }
 
 /// What a settle changes: the final cost minus the reserve, as a sign and a size.
@@ -293,17 +312,15 @@ pub(crate) fn settle_rolled<T: Rolling>(
     if let Some(difference) = Difference::between(reserved, cost) {
         state.adjust(limit, position, reserved_at_ms, difference);
     }
-    let usage = state.usage(limit, position);
-    decision(limit, state.latest_ms(), cost, Outcome::Allowed, usage)
+    let used_scaled = state.used_scaled(limit, position);
+    state.decided(limit, position, cost, Outcome::Allowed, used_scaled)
 }
 
 impl<T: Rolling> State for T {
     #[inline]
     fn hit(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (mut state, position) = self.rolled_for(limit, now_ms);
-        let decision = hit_rolled(&mut state, limit, now_ms, position, cost);
-        *self = state;
-        decision
+        let position = self.roll_for(limit, now_ms);
+        hit_rolled(self, limit, now_ms, position, cost)
     }
 
     fn peek(&self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
@@ -312,10 +329,8 @@ impl<T: Rolling> State for T {
     }
 
     fn record(&mut self, limit: &Limit, now_ms: u64, cost: u64) -> Decision {
-        let (mut state, position) = self.rolled_for(limit, now_ms);
-        let decision = record_rolled(&mut state, limit, position, cost);
-        *self = state;
-        decision
+        let position = self.roll_for(limit, now_ms);
+        record_rolled(self, limit, position, cost)
     }
 
     fn settle(
@@ -328,10 +343,8 @@ impl<T: Rolling> State for T {
     ) -> Decision {
         // The reservation's own time was seen, even by a state made since (a keyed
         // limiter's that dropped the bucket while the request was in flight).
-        let (mut state, position) = self.rolled_for(limit, now_ms.max(reserved_at_ms));
-        let decision = settle_rolled(&mut state, limit, position, reserved_at_ms, reserved, cost);
-        *self = state;
-        decision
+        let position = self.roll_for(limit, now_ms.max(reserved_at_ms));
+        settle_rolled(self, limit, position, reserved_at_ms, reserved, cost)
     }
 
     fn with_window_counters(&self, previous: u64, current: u64, latest_ms: u64) -> Option<T> {
@@ -340,7 +353,7 @@ impl<T: Rolling> State for T {
 
     fn is_idle(&self, limit: &Limit, now_ms: u64) -> bool {
         let (state, position) = self.rolled_for(limit, now_ms);
-        state.usage(limit, position).used_scaled == 0
+        state.used_scaled(limit, position) == 0
     }
 
     fn clear(&mut self) {

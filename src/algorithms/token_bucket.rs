@@ -6,7 +6,7 @@
 //! as whole tokens plus a fraction in 1/W-token units: each millisecond gives back exactly
 //! N/W tokens, so no fraction of a token is ever lost. The bucket starts full.
 
-use crate::algorithms::state::{saturate_ms, Difference, Rolling, Usage};
+use crate::algorithms::state::{saturate_ms, Difference, Rolling};
 use crate::values::limit::Limit;
 use crate::values::tokens::div_rem_wide;
 
@@ -44,7 +44,7 @@ impl Rolling for TokenBucketState {
 
     /// Refills up to `at_ms`: N/W tokens per millisecond, never above capacity.
     #[inline]
-    fn rolled(&self, limit: &Limit, at_ms: u64) -> (TokenBucketState, ()) {
+    fn roll(&mut self, limit: &Limit, at_ms: u64) {
         // N × Δt / W tokens come back: split into whole tokens and 1/W units.
         let (whole, part) = refilled(limit, at_ms - self.latest_ms);
         let (owed, fraction) = match self.owed.checked_sub(whole) {
@@ -53,12 +53,11 @@ impl Rolling for TokenBucketState {
             Some(owed) if owed > 0 => (owed - 1, self.fraction + (limit.window_ms() - part)),
             _ => (0, 0),
         };
-        let state = TokenBucketState {
+        *self = TokenBucketState {
             owed,
             fraction,
             latest_ms: at_ms,
         };
-        (state, ())
     }
 
     fn latest_ms(&self) -> u64 {
@@ -67,13 +66,10 @@ impl Rolling for TokenBucketState {
 
     /// Saturates only past u128::MAX, which is above N × W for every limit, so decisions
     /// made on it stay exact; `wait_ms` works on the exact parts.
-    fn usage(&self, limit: &Limit, _: ()) -> Usage {
-        Usage {
-            used_scaled: limit
-                .scale(self.owed)
-                .saturating_add(u128::from(self.fraction)),
-            counters: None,
-        }
+    fn used_scaled(&self, limit: &Limit, _: ()) -> u128 {
+        limit
+            .scale(self.owed)
+            .saturating_add(u128::from(self.fraction))
     }
 
     /// The smallest d ≥ 1 with `used − N × d ≤ (N − cost) × W`: a ceiling division.

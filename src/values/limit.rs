@@ -9,6 +9,7 @@ use core::num::NonZeroU64;
 use core::str::FromStr;
 
 use crate::values::text::{error_from_message, parse_digits, split_once, Text};
+use crate::values::tokens::mul_wide;
 
 /// N tokens per window of W milliseconds.
 ///
@@ -60,14 +61,14 @@ impl Limit {
 
     /// N × W, the limit in the scaled units every decision is compared in.
     pub(crate) fn scaled(&self) -> u128 {
-        u128::from(self.tokens()) * u128::from(self.window_ms())
+        mul_wide(self.tokens(), self.window_ms())
     }
 
     /// `tokens` × W for a count that fits a `u64`: one widening multiplication, which
     /// cannot overflow.
     #[inline]
     pub(crate) fn scale_tokens(&self, tokens: u64) -> u128 {
-        u128::from(tokens) * u128::from(self.window_ms())
+        mul_wide(tokens, self.window_ms())
     }
 
     /// `tokens` × W, an amount in the same scaled units. Saturates: only counts pushed far

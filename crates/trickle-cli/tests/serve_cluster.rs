@@ -151,7 +151,7 @@ struct During {
 /// failures are outages, not data errors), until the replica is promoted and both decide
 /// again; then the bucket holds at most what was charged before (nothing doubled). What
 /// it measures, printed (`cargo test -p trickle-cli --test serve_cluster -- --nocapture
-/// failover`): how long decisions failed, how many requests each rule answered meanwhile,
+/// killed`, and recorded for the docs by `make failover`): how long decisions failed, how many requests each rule answered meanwhile,
 /// and how many of the tokens charged before the kill the promotion forgot.
 #[test]
 fn a_master_killed_mid_run_fails_as_on_failure_says_until_its_replica_takes_over() {
@@ -222,15 +222,25 @@ fn a_master_killed_mid_run_fails_as_on_failure_says_until_its_replica_takes_over
         cluster.masters().iter().all(|master| master.port != victim),
         "the killed master still counts"
     );
-    eprintln!(
-        "failover: decisions failed for {:.1} s after the SIGKILL; meanwhile failing open let \
-         {} requests through uncharged and failing closed answered {} with 503; the \
-         promotion forgot {} of the {charged} tokens charged before",
+    let (seconds, through, refused, forgot) = (
         without_decisions.as_secs_f64(),
         open_during.answers - open_during.decided,
         closed_during.answers - closed_during.decided,
-        charged - held
+        charged - held,
     );
+    eprintln!(
+        "failover: decisions failed for {seconds:.1} s after the SIGKILL; meanwhile failing \
+         open let {through} requests through uncharged and failing closed answered {refused} \
+         with 503; the promotion forgot {forgot} of the {charged} tokens charged before"
+    );
+    // `make failover` asks for the figures as a file, which docs/src/redis.md quotes.
+    if let Some(path) = std::env::var_os("TRICKLE_FAILOVER_JSON") {
+        let figures = format!(
+            "{{\"without_decisions\": \"{seconds:.1} s\", \"open_through\": \"{through}\", \
+             \"closed_503\": \"{refused}\", \"forgotten\": \"{forgot} of {charged}\"}}\n"
+        );
+        std::fs::write(&path, figures).expect("the failover figures are written");
+    }
     for server in [&open, &closed] {
         assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
     }

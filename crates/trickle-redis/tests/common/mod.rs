@@ -123,10 +123,7 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|err| {
-                panic!(
-                    "cannot start redis-server ({err}): these tests need a real Redis; \
-                     `scripts/setup.sh test` installs it (Debian's redis-server)"
-                )
+                panic!("cannot start {} ({err}): {INSTALL_HINT}", server_binary())
             })
     }
 
@@ -135,7 +132,7 @@ impl RedisServer {
         loop {
             if let Ok(mut conn) = self.try_connect() {
                 if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
-                    return Ok(());
+                    return check_server_named(&mut conn);
                 }
             }
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -212,10 +209,100 @@ impl RedisServer {
     }
 }
 
+/// What to do when the server cannot be started.
+pub const INSTALL_HINT: &str = "these tests need a real Redis (or the Valkey that \
+    TRICKLE_REDIS_SERVER names); `scripts/setup.sh test` installs Debian's redis-server, and \
+    Valkey's valkey-server in target/tools/valkey/bin";
+
 /// The server the tests start: `$TRICKLE_REDIS_SERVER` when set (Valkey's valkey-server,
 /// which takes the same flags), else `redis-server`.
 pub fn server_binary() -> String {
     std::env::var("TRICKLE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// A server's product and version, as it names itself: `("valkey", "8.1.8")`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerName {
+    pub product: String,
+    pub version: String,
+}
+
+impl std::fmt::Display for ServerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.product, self.version)
+    }
+}
+
+/// What a running server says it is in `INFO server`: Valkey gives `server_name:valkey`
+/// and its own `valkey_version` (its `redis_version` is the Redis it is compatible with,
+/// 7.2.4 for Valkey 8); Redis gives `redis_version` alone.
+pub fn running_server_name(conn: &mut impl redis::ConnectionLike) -> Result<ServerName, String> {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(conn)
+        .map_err(|err| format!("INFO server failed: {err}"))?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|line| line.trim().strip_prefix(name)?.strip_prefix(':'))
+            .map(str::to_string)
+    };
+    let product = field("server_name").unwrap_or_else(|| "redis".to_string());
+    let version = field(&format!("{product}_version"))
+        .ok_or_else(|| format!("INFO server names no {product}_version: {info}"))?;
+    Ok(ServerName { product, version })
+}
+
+/// What `$TRICKLE_REDIS_SERVER --version` says the binary is (`Valkey server v=8.1.8 …`,
+/// `Redis server v=7.0.15 …`), asked once per test binary; `None` when the variable is unset.
+fn wanted_server_name() -> Result<Option<ServerName>, String> {
+    static WANTED: std::sync::OnceLock<Result<Option<ServerName>, String>> =
+        std::sync::OnceLock::new();
+    WANTED
+        .get_or_init(|| {
+            // Read here, apart from `server_binary`, so that a start that ignored the
+            // variable is caught rather than trusted.
+            let Ok(binary) = std::env::var("TRICKLE_REDIS_SERVER") else {
+                return Ok(None);
+            };
+            let output = Command::new(&binary)
+                .arg("--version")
+                .output()
+                .map_err(|err| format!("cannot run TRICKLE_REDIS_SERVER={binary} ({err})"))?;
+            let text = String::from_utf8_lossy(&output.stdout);
+            let mut words = text.split_whitespace();
+            let product = words.next().unwrap_or_default().to_lowercase();
+            let version = words
+                .find_map(|word| word.strip_prefix("v="))
+                .filter(|_| ["redis", "valkey"].contains(&product.as_str()))
+                .ok_or_else(|| {
+                    format!(
+                        "TRICKLE_REDIS_SERVER={binary}: `--version` printed {text:?};                          expected `Redis server v=…` or `Valkey server v=…`"
+                    )
+                })?;
+            Ok(Some(ServerName {
+                product,
+                version: version.to_string(),
+            }))
+        })
+        .clone()
+}
+
+/// When `$TRICKLE_REDIS_SERVER` is set (`make valkey-run` sets it to Valkey's), the server a
+/// test started must be that binary's product and version: a suite that ignored the
+/// variable would otherwise pass against Debian's redis-server and be counted as Valkey's.
+pub fn check_server_named(conn: &mut impl redis::ConnectionLike) -> Result<(), String> {
+    let Some(wanted) = wanted_server_name()? else {
+        return Ok(());
+    };
+    let running = running_server_name(conn)?;
+    if running == wanted {
+        Ok(())
+    } else {
+        Err(format!(
+            "TRICKLE_REDIS_SERVER names {wanted}, but the server this test started says it \
+             is {running}: the test support did not start the binary it was given"
+        ))
+    }
 }
 
 /// A port of 127.0.0.1 free when asked for. Another process may take it before the server

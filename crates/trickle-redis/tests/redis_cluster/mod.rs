@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, server_binary};
+use crate::common::{check_server_named, free_port, server_binary, INSTALL_HINT};
 
 /// How many masters hold the slots; each has one replica.
 pub const MASTERS: usize = 3;
@@ -313,18 +313,18 @@ fn start_node(dir: &Path) -> Node {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|err| {
-                panic!(
-                    "cannot start {binary} ({err}): these tests need a real Redis; \
-                     `scripts/setup.sh test` installs it (Debian's redis-server)"
-                )
-            });
+            .unwrap_or_else(|err| panic!("cannot start {binary} ({err}): {INSTALL_HINT}"));
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let ready = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
                 .and_then(|client| client.get_connection())
-                .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
-            if ready.is_ok() {
+                .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn).map(|_| conn));
+            if let Ok(mut conn) = ready {
+                if let Err(err) = check_server_named(&mut conn) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("{err}");
+                }
                 return Node { port, child };
             }
             if matches!(child.try_wait(), Ok(Some(_))) || Instant::now() >= deadline {
