@@ -14,14 +14,14 @@
 //! `reserve` then `settle` ([below](#reserve-and-settle)):
 //!
 //! - `floating`, [`Algorithm::Floating`](trickle_core::Algorithm::Floating): two counters in a
-//!   hash, kept until the end of the window after the latest spend;
+//!   string, kept until the end of the window after the latest spend;
 //! - `fixed`, [`Algorithm::Fixed`](trickle_core::Algorithm::Fixed): one counter, kept until the
 //!   end of its window;
 //! - `token-bucket`, [`Algorithm::TokenBucket`](trickle_core::Algorithm::TokenBucket): the
 //!   tokens taken out, whole and in 1/W parts, kept until the bucket is full again.
 //!
 //! - `sliding-log`, [`Algorithm::SlidingLog`](trickle_core::Algorithm::SlidingLog): the total
-//!   and the latest time in a hash, and beside it a list of `ms:cost` entries, oldest
+//!   and the latest time in a string, and beside it a list of `ms:cost` entries, oldest
 //!   first, pruned as they stop counting; both kept until the newest entry stops counting.
 //!
 //! # Time
