@@ -64,9 +64,21 @@ wasm-extras: setup
 	wasm-bindgen --target web --encode-into always --out-dir $(PKG) --out-name trickle_extras $(WASM_EXTRAS_OUT)
 	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_extras_bg.wasm -o $(PKG)/trickle_extras_bg.wasm
 
+# The module of all four algorithms (`--features algorithms`), www/pkg/trickle_algorithms*,
+# fetched by limiter.js the first time a page asks for the sliding log, the fixed window or
+# the token bucket (compare mode shows all four): the default module runs the floating window
+# alone. Its own target folder, as the extras'.
+WASM_ALGORITHMS_OUT = target/wasm-algorithms/wasm32-unknown-unknown/wasm-release/trickle_wasm.wasm
+.PHONY: wasm-algorithms
+wasm-algorithms: setup
+	$(CARGO) build --locked -p trickle-wasm --target wasm32-unknown-unknown --profile wasm-release \
+		--features algorithms --target-dir target/wasm-algorithms
+	wasm-bindgen --target web --encode-into always --out-dir $(PKG) --out-name trickle_algorithms $(WASM_ALGORITHMS_OUT)
+	wasm-opt -O --strip-producers --strip-target-features $(PKG)/trickle_algorithms_bg.wasm -o $(PKG)/trickle_algorithms_bg.wasm
+
 # The npm package of the widget, packages/rate-limit-demo/: bundled by esbuild, its manifest,
 # then `npm pack` into target/package/rate-limit-demo-<version>.tgz, the artifact.
-package: wasm wasm-extras
+package: wasm wasm-extras wasm-algorithms
 	node www/build.mjs
 
 # The docs page as a site a docs author would host: www/'s page beside the files of the
@@ -177,6 +189,7 @@ clippy:
 		echo "the library build depends on the crates above; it must depend on none" >&2; exit 1; fi
 	$(CARGO) clippy --locked -p trickle-wasm --all-targets --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release -- -D warnings
+	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release --features algorithms -- -D warnings
 	$(CARGO) clippy --locked -p trickle-wasm --lib --target wasm32-unknown-unknown --profile wasm-release --features extras -- -D warnings
 	$(CARGO) clippy --locked -p polite-client --all-targets -- -D warnings
 
@@ -245,15 +258,16 @@ loom:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps --features trickle-tower/redis,trickle-redis/cluster
 
-# The WebAssembly boundary (crates/trickle-wasm/tests/web.rs), under Node and in headless
-# Chromium; the opt-in modes' (tests/replay.rs and tests/policy.rs, `--features extras`)
+# The WebAssembly boundary (crates/trickle-wasm/tests/web.rs): the module of all four
+# algorithms (`--features algorithms`) under Node, the default module (the floating window
+# alone) in headless Chromium; the opt-in modes' (tests/replay.rs and tests/policy.rs, `--features extras`)
 # under Node. The suite names no environment, so the runner picks Node unless
 # WASM_BINDGEN_USE_BROWSER is set.
 wasm-node: setup
 	@$(MAKE) --no-print-directory wasm-node-run
 
 wasm-node-run:
-	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web
+	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test web --features algorithms
 	$(WASM_PACK) test --node --mode no-install $(WASM_CRATE) --locked --test replay --test policy --features extras
 
 wasm-browser: setup-test

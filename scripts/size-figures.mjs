@@ -46,7 +46,11 @@ const MODE_ATTRIBUTES = {
 };
 
 /** Files fetched on first use that are no mode, and the widgets that fetch them. */
-const NOT_MODES = { openapi: "widgets with `openapi` (the limit from an OpenAPI document)" };
+const NOT_MODES = {
+  "algorithms-glue":
+    "widgets running the sliding log, the fixed window or the token bucket (`algorithm`, and compare mode), and `load()` of the `./limiter` entry",
+  openapi: "widgets with `openapi` (the limit from an OpenAPI document)",
+};
 
 /**
  * The modes fetched on first use, each with its files: every dist/*.js that is not one of the

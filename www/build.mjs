@@ -138,6 +138,10 @@ await copyFile(WASM, join(DIST, "trickle_bg.wasm"));
 // The opt-in modes' own module, fetched by dist/replay.js and dist/policy.js alone (`make
 // wasm-extras`).
 await copyFile(join(WWW, "pkg", "trickle_extras_bg.wasm"), join(DIST, "trickle_extras_bg.wasm"));
+// The module of all four algorithms, fetched by limiter.js (through dist/algorithms-glue.js)
+// the first time a page asks for the sliding log, the fixed window or the token bucket (`make
+// wasm-algorithms`).
+await copyFile(join(WWW, "pkg", "trickle_algorithms_bg.wasm"), join(DIST, "trickle_algorithms_bg.wasm"));
 for (const license of ["LICENSE-MIT", "LICENSE-APACHE"]) {
   await copyFile(join(REPO, license), join(PACKAGE, license));
 }

@@ -210,11 +210,15 @@ describe("the docs page", () => {
 });
 
 describe("the compare widget of docs/src/algorithms.md, on a page of its own", () => {
-  it("asks for nothing deeper than page → module → (WebAssembly, compare mode's module)", async () => {
+  it("asks for nothing deeper than page → module → (WebAssembly, compare mode's module, the other algorithms' glue → their WebAssembly)", async () => {
+    // Compare mode runs all four algorithms: the module of the other three comes after its
+    // glue, one round trip later than the default module.
     assert.deepEqual(await requestDepths(session, "algorithms.html", pageWith(await chapterWidget())), {
       "rate-limit-demo.js": 1,
       "trickle_bg.wasm": 2,
       "compare.js": 2,
+      "algorithms-glue.js": 2,
+      "trickle_algorithms_bg.wasm": 3,
     });
   });
 

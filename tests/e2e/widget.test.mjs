@@ -381,6 +381,30 @@ describe("a docs author", () => {
     );
   });
 
+  it("runs the floating window from the default module, and fetches the other algorithms' only when asked", async () => {
+    const fetched = [];
+    const { page, ready, problems } = await openWith(`<rate-limit-demo limit="2/1h"></rate-limit-demo>`, {
+      routes: [["**/*.{js,wasm}", (route) => (fetched.push(new URL(route.request().url()).pathname), route.continue())]],
+    });
+    assert.deepEqual(ready, [true]);
+    assert.equal((await press(page)).allowed, true);
+    const algorithmsModule = (paths) => paths.filter((path) => /algorithms-glue\.js|trickle_algorithms_bg\.wasm/.test(path));
+    assert.deepEqual(algorithmsModule(fetched), [], "a default widget fetches only the default module");
+    await page.evaluate(() => document.querySelector("rate-limit-demo").setAttribute("algorithm", "token-bucket"));
+    await page.locator('rate-limit-demo [part~="panel"]').waitFor();
+    await page.waitForFunction(() => !document.querySelector("rate-limit-demo").shadowRoot.querySelector(".loading") ||
+      document.querySelector("rate-limit-demo").shadowRoot.querySelector(".loading").hidden);
+    assert.equal(await page.locator('rate-limit-demo [part~="error"]').isVisible(), false);
+    assert.equal((await press(page)).allowed, true);
+    assert.equal((await press(page)).allowed, true);
+    // A token bucket of 2 per hour refills one token in 30 minutes.
+    const refused = await press(page);
+    assert.equal(refused.allowed, false);
+    assert.ok(refused.retryAfter > 0 && refused.retryAfter <= 1_800, `Retry-After ${refused.retryAfter}`);
+    assert.deepEqual(algorithmsModule(fetched), ["/algorithms-glue.js", "/trickle_algorithms_bg.wasm"]);
+    assert.deepEqual(problems, []);
+  });
+
   it("loads from any path: the module finds its wasm next to itself", async () => {
     const { page, ready, problems } = await openWith(`<rate-limit-demo></rate-limit-demo>`, {
       path: "guide/limits/page.html",

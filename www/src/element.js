@@ -3,7 +3,7 @@ import { assertShowable, readAlgorithms, readCompare, readCost } from "./attribu
 import { decisionDetail } from "./detail.js";
 import { html, sharedSheet } from "./dom.js";
 import { count, formatWindow, statusLine } from "./format.js";
-import { CostTable, Limiter, load } from "./limiter.js";
+import { CostTable, Limiter, canRun, loadAlgorithms, loadFloating } from "./limiter.js";
 import { arrivedMode, isPolicy, loadMode, modeName } from "./modes.js";
 import { SingleView } from "./single.js";
 import styles from "./styles.css";
@@ -444,7 +444,7 @@ export class RateLimitDemo extends Base {
 
   async #start() {
     try {
-      await load();
+      await loadFloating();
     } catch (error) {
       this.#showError("This rate-limit demo could not load its WebAssembly module.", message(error));
       return false;
@@ -523,6 +523,19 @@ export class RateLimitDemo extends Base {
         { compare, algorithm: attribute("algorithm"), algorithms: attribute("algorithms") },
         Limiter.algorithms,
       );
+      // The sliding log, the fixed window and the token bucket run in a module of their
+      // own, fetched the first time a widget on the page asks for one of them.
+      if (!policy && !names.every(canRun)) {
+        this.#showLoading();
+        return loadAlgorithms().then(
+          () => generation === this.#generation && this.#rebuild(spec),
+          (error) => {
+            if (generation === this.#generation) {
+              this.#showError("This rate-limit demo could not load its WebAssembly module.", message(error));
+            }
+          },
+        );
+      }
       if (!policy) {
         for (const algorithm of names) limiters.push(new Limiter({ limit, algorithm }));
         assertShowable(limiters[0], limit);

@@ -20,34 +20,102 @@ import { DECISION_FIELDS, RESERVED, readDecision } from "./decision.js";
 /** Beside this module in the package, and wherever a bundler copies it. */
 const WASM_URL = new URL("./trickle_bg.wasm", import.meta.url);
 
+/**
+ * What a limiter calls of a module's glue, the default module's here and the other's in
+ * algorithms-glue.js, named one by one: passing the glue's namespace around would keep all of
+ * it in the bundle, its own loader included.
+ */
+const floatingCalls = {
+  initSync: core.initSync,
+  decision_buffer: core.decision_buffer,
+  error: core.error,
+  limiter_new: core.limiter_new,
+  limiter_free: core.limiter_free,
+  limiter_hit: core.limiter_hit,
+  limiter_peek: core.limiter_peek,
+  limiter_record: core.limiter_record,
+  limiter_respond: core.limiter_respond,
+  limiter_reset: core.limiter_reset,
+  limiter_limit: core.limiter_limit,
+  limiter_tokens: core.limiter_tokens,
+  limiter_window_ms: core.limiter_window_ms,
+};
+
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const OPTIONS_FORM = 'pass { limit: "6/8s", algorithm: "floating" }';
 
 let loading = null;
-/** The WebAssembly instance's exports once loaded. */
-let wasm = null;
+let loadingFloating = null;
+let loadingAlgorithms = null;
+/**
+ * Each module once loaded, `{ glue, wasm, fields }`: its wasm-bindgen glue, its instance's
+ * exports and the view of its decision buffer. `floating` is the default module's, `all`
+ * that of all four algorithms, once a page has asked for another algorithm.
+ */
+let floating = null;
+let all = null;
 let algorithmNames = null;
 
 /**
- * Loads the WebAssembly once for the whole page; every call returns the same promise.
- * `source` is where to get it: a URL, a Response (or its promise), bytes or a compiled
- * WebAssembly.Module. By default the file beside this module, read from disk under Node.
- * Rejects with an Error that says what went wrong: the file missing, not WebAssembly, or
- * refused by the page's Content-Security-Policy.
+ * Loads the WebAssembly once for the whole page, both modules: every algorithm works once it
+ * resolves; every call returns the same promise. `source` is where to get the default module
+ * (the floating window's): a URL, a Response (or its promise), bytes or a compiled
+ * WebAssembly.Module. By default the file beside this module, read from disk under Node; the
+ * module of the other three algorithms always comes from beside this module. Rejects with an
+ * Error that says what went wrong: the file missing, not WebAssembly, or refused by the
+ * page's Content-Security-Policy.
  */
 export function load(source) {
-  loading ??= instantiate(source ?? defaultSource());
+  loading ??= loadFloating(source).then(() => loadAlgorithms());
   return loading;
 }
 
-function defaultSource() {
-  if (WASM_URL.protocol === "file:") {
+/**
+ * Loads the default module alone, enough for limiters running the floating window (the
+ * element's default, which loads the other module only for a widget that asks for another
+ * algorithm); `source` as `load`'s. Every call returns the same promise.
+ */
+export function loadFloating(source) {
+  loadingFloating ??= instantiate(source ?? defaultSource(WASM_URL), floatingCalls).then((loaded) => {
+    floating = loaded;
+    algorithmNames = Object.freeze(core.algorithms().split(" "));
+  });
+  return loadingFloating;
+}
+
+/**
+ * Loads the module that runs the sliding log, the fixed window and the token bucket too
+ * (trickle_algorithms_bg.wasm, beside this module, with its glue in algorithms-glue.js),
+ * once for the page; a failure is not kept, so that the next widget tries again.
+ */
+export function loadAlgorithms() {
+  loadingAlgorithms ??= import("./algorithms-glue.js")
+    .then(({ WASM_URL: url, calls }) => instantiate(defaultSource(url), calls))
+    .then(
+      (loaded) => {
+        all = loaded;
+      },
+      (error) => {
+        loadingAlgorithms = null;
+        throw error;
+      },
+    );
+  return loadingAlgorithms;
+}
+
+/** Whether limiters of `algorithm` can be made now, without loading another module. */
+export function canRun(algorithm) {
+  return all !== null || (floating !== null && algorithm === algorithmNames[0]);
+}
+
+function defaultSource(url) {
+  if (url.protocol === "file:") {
     // Node has no fetch for files. getBuiltinModule, unlike an import of "node:fs", leaves
     // nothing for a browser bundler to resolve.
     const fs = globalThis.process?.getBuiltinModule?.("node:fs");
-    if (fs) return fs.readFileSync(WASM_URL);
+    if (fs) return fs.readFileSync(url);
   }
-  return fetch(WASM_URL);
+  return fetch(url);
 }
 
 /**
@@ -55,7 +123,7 @@ function defaultSource() {
  * glue's own loader (streaming with a fallback, and its warnings) would be most of the glue
  * every page downloads, for a module this small.
  */
-async function instantiate(source) {
+async function instantiate(source, glue) {
   let input = await source;
   if (typeof input === "string" || input instanceof URL) input = await fetch(input);
   if (input instanceof Response && !input.ok) {
@@ -64,7 +132,7 @@ async function instantiate(source) {
   try {
     const bytes = input instanceof Response ? await input.arrayBuffer() : input;
     const module = bytes instanceof WebAssembly.Module ? bytes : await WebAssembly.compile(bytes);
-    wasm = core.initSync({ module });
+    return { glue, wasm: glue.initSync({ module }), fields: new Float64Array(0) };
   } catch (error) {
     if (!(error instanceof WebAssembly.CompileError)) throw error;
     if (!wasmAllowed()) {
@@ -77,7 +145,6 @@ async function instantiate(source) {
     const sent = type === null ? "" : ` (the server sent ${type || "no content type"})`;
     throw new Error(`${urlOf(input)} is not a WebAssembly module${sent}: ${error.message}`);
   }
-  algorithmNames = Object.freeze(core.algorithms().split(" "));
 }
 
 function urlOf(input) {
@@ -97,7 +164,7 @@ function wasmAllowed() {
 }
 
 function loaded(what) {
-  if (!wasm) throw new Error(`${what} needs the WebAssembly: call \`await load()\` first`);
+  if (!floating) throw new Error(`${what} needs the WebAssembly: call \`await load()\` first`);
 }
 
 /** What a caller passed, for error messages: `1.5`, `NaN`, `the string "2"`, `an array`. */
@@ -132,12 +199,12 @@ function time(now) {
  * The decision the core just wrote to its buffer, as a plain object. The view is made again
  * only when the WebAssembly memory has grown, which detaches the old one.
  */
-let fields = new Float64Array(0);
-function decision(outcome, algorithm) {
-  if (fields.length === 0) {
-    fields = new Float64Array(wasm.memory.buffer, core.decision_buffer(), DECISION_FIELDS);
+function decision(module, outcome, algorithm) {
+  if (module.fields.length === 0) {
+    const { glue, wasm } = module;
+    module.fields = new Float64Array(wasm.memory.buffer, glue.decision_buffer(), DECISION_FIELDS);
   }
-  return readDecision(fields, outcome, algorithm);
+  return readDecision(module.fields, outcome, algorithm);
 }
 
 /** Reads `{ limit, algorithm }`, refusing anything else so that a typo is not ignored. */
@@ -172,12 +239,12 @@ function readOptions(options) {
  * private field: a limiter or table the page drops without `free()` is freed when the
  * garbage collector takes it.
  */
-const limiters = new FinalizationRegistry((handle) => core.limiter_free(handle));
+const limiters = new FinalizationRegistry(([glue, handle]) => glue.limiter_free(handle));
 const tables = new FinalizationRegistry((handle) => core.cost_table_free(handle));
 
 /** `handle`, or the core's message for the refusal it stands for (0). */
-function made(handle) {
-  if (handle === 0) throw new Error(core.error());
+function made(handle, glue = floatingCalls) {
+  if (handle === 0) throw new Error(glue.error());
   return handle;
 }
 
@@ -188,6 +255,9 @@ function made(handle) {
 export class Limiter {
   /** The core's limiter; 0 once freed. */
   #raw;
+  /** The module it lives in (see `floating`), and that module's glue. */
+  #module;
+  #core;
   #algorithm;
 
   /** The core's algorithm names, the default first. Needs `load()`. */
@@ -200,8 +270,19 @@ export class Limiter {
   constructor(options) {
     loaded("new Limiter()");
     const { limit, algorithm } = readOptions(options);
-    this.#raw = made(core.limiter_new(limit, algorithm));
-    limiters.register(this, this.#raw, this);
+    // The default module runs the floating window; it still names a bad limit or an unknown
+    // algorithm first, as the other would.
+    const other = algorithm !== algorithmNames[0] && algorithmNames.includes(algorithm);
+    if (other && !all) {
+      core.limiter_free(made(core.limiter_new(limit, algorithmNames[0])));
+      throw new Error(
+        `new Limiter() with the ${algorithm} algorithm needs its WebAssembly: call \`await load()\` (or \`await loadAlgorithms()\`) first`,
+      );
+    }
+    this.#module = other ? all : floating;
+    this.#core = this.#module.glue;
+    this.#raw = made(this.#core.limiter_new(limit, algorithm), this.#core);
+    limiters.register(this, [this.#core, this.#raw], this);
     // The core takes a name only as it writes it.
     this.#algorithm = algorithm;
   }
@@ -209,13 +290,13 @@ export class Limiter {
   /** Spends `cost` tokens at `now` if they fit, and says what happened. */
   hit(now, cost = 1) {
     const at = time(now);
-    return decision(core.limiter_hit(this.#live, at, whole("cost", cost)), this.#algorithm);
+    return decision(this.#module, this.#core.limiter_hit(this.#live, at, whole("cost", cost)), this.#algorithm);
   }
 
   /** What `hit` would answer, spending nothing. `peek(now, 0)` shows what is in use. */
   peek(now, cost = 1) {
     const at = time(now);
-    return decision(core.limiter_peek(this.#live, at, whole("cost", cost)), this.#algorithm);
+    return decision(this.#module, this.#core.limiter_peek(this.#live, at, whole("cost", cost)), this.#algorithm);
   }
 
   /**
@@ -224,7 +305,7 @@ export class Limiter {
    */
   record(now, cost) {
     const at = time(now);
-    return decision(core.limiter_record(this.#live, at, whole("cost", cost)), this.#algorithm);
+    return decision(this.#module, this.#core.limiter_record(this.#live, at, whole("cost", cost)), this.#algorithm);
   }
 
   /**
@@ -239,31 +320,32 @@ export class Limiter {
     const at = time(now);
     const held = whole("reserve", reserve);
     const settled = decision(
-      core.limiter_respond(this.#live, at, held, whole("cost", cost)),
+      this.#module,
+      this.#core.limiter_respond(this.#live, at, held, whole("cost", cost)),
       this.#algorithm,
     );
-    settled.reserved = fields[RESERVED];
+    settled.reserved = this.#module.fields[RESERVED];
     return settled;
   }
 
   /** Forgets everything spent. */
   reset() {
-    core.limiter_reset(this.#live);
+    this.#core.limiter_reset(this.#live);
   }
 
   /** The limit as the core writes it, e.g. "6/8s". */
   get limit() {
-    return core.limiter_limit(this.#live);
+    return this.#core.limiter_limit(this.#live);
   }
 
   /** N, the tokens one window holds. */
   get tokens() {
-    return core.limiter_tokens(this.#live);
+    return this.#core.limiter_tokens(this.#live);
   }
 
   /** W, the window's length in ms. */
   get windowMs() {
-    return core.limiter_window_ms(this.#live);
+    return this.#core.limiter_window_ms(this.#live);
   }
 
   get algorithm() {
@@ -277,7 +359,7 @@ export class Limiter {
   free() {
     if (this.#raw === 0) return;
     limiters.unregister(this);
-    core.limiter_free(this.#raw);
+    this.#core.limiter_free(this.#raw);
     this.#raw = 0;
   }
 

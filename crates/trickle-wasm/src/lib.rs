@@ -61,7 +61,7 @@ fn trap(_: &core::panic::PanicInfo<'_>) -> ! {
 
 use core::cell::UnsafeCell;
 
-use trickle_core::{Admission, Algorithm, CostTable, Decision, Limit, Limiter, Outcome};
+use trickle_core::{Admission, Algorithm, CostTable, Decision, Limit, Outcome};
 use wasm_bindgen::prelude::*;
 
 mod allocator;
@@ -176,16 +176,36 @@ fn whole(value: f64) -> u64 {
     value as u64
 }
 
+/// The bucket a limiter's handle holds. The default module runs the floating window alone,
+/// the algorithm a default widget shows: the other three are most of the module's code
+/// otherwise. `--features algorithms` (trickle_algorithms_bg.wasm, which limiter.js fetches
+/// the first time a page asks for another algorithm, and the extras module) runs all four.
+#[cfg(not(feature = "algorithms"))]
+type Core = trickle_core::FloatingWindow;
+#[cfg(feature = "algorithms")]
+type Core = trickle_core::Limiter;
+
 /// An empty limiter for `limit` (`"6/8s"`) running `algorithm` (`"floating"`), or the
-/// core's message for the first one that is bad.
-pub(crate) fn limiter(limit: &str, algorithm: &str) -> Result<Limiter, String> {
+/// core's message for the first one that is bad. The default module names the module that
+/// runs a good algorithm it does not (limiter.js never asks it to).
+pub(crate) fn limiter(limit: &str, algorithm: &str) -> Result<Core, String> {
     let limit: Limit = limit
         .parse()
         .map_err(|e: trickle_core::LimitError| e.message())?;
     let algorithm: Algorithm = algorithm
         .parse()
         .map_err(|e: trickle_core::AlgorithmError| e.message())?;
-    Ok(Limiter::with_algorithm(algorithm, limit))
+    #[cfg(not(feature = "algorithms"))]
+    {
+        if algorithm != Algorithm::Floating {
+            let mut message = String::from(algorithm.name());
+            message.push_str(" runs in trickle_algorithms_bg.wasm; this module runs floating");
+            return Err(message);
+        }
+        Ok(Core::new(limit))
+    }
+    #[cfg(feature = "algorithms")]
+    Ok(Core::with_algorithm(algorithm, limit))
 }
 
 /// The message of the last refusal, until `error()` takes it.
@@ -235,7 +255,7 @@ unsafe fn free<T>(handle: u32) {
 
 /// One rate-limited bucket running one of the algorithms.
 pub struct RawLimiter {
-    inner: Limiter,
+    inner: Core,
 }
 
 impl RawLimiter {
@@ -304,6 +324,9 @@ impl RawLimiter {
 
     /// The algorithm's name, e.g. `"floating"`.
     pub fn algorithm(&self) -> &'static str {
+        #[cfg(not(feature = "algorithms"))]
+        return Algorithm::Floating.name();
+        #[cfg(feature = "algorithms")]
         self.inner.algorithm().name()
     }
 }

@@ -30,6 +30,16 @@ macro_rules! table_form {
         "write a table as STATUS:COST entries separated by spaces, where STATUS is a status from 100 to 599 or a class 1xx to 5xx and COST a whole number of tokens, as in \"200:2 304:1 4xx:5 429:0 5xx:0\", or name the preset \"esi\""
     };
 }
+/// The algorithms this build runs: the default module, the floating window alone; with
+/// `--features algorithms` (trickle_algorithms_bg.wasm), all four.
+fn runs() -> Vec<&'static str> {
+    if cfg!(feature = "algorithms") {
+        vec!["floating", "sliding-log", "fixed", "token-bucket"]
+    } else {
+        vec!["floating"]
+    }
+}
+
 fn limiter(limit: &str, algorithm: &str) -> RawLimiter {
     RawLimiter::new(limit, algorithm).unwrap_or_else(|err| panic!("{err}"))
 }
@@ -91,6 +101,8 @@ fn the_layout_is_fourteen_distinct_slots_in_the_documented_order() {
     );
 }
 
+// The other algorithms run in the algorithms module (`--features algorithms`).
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen_test]
 fn counters_are_zero_and_not_counted_for_algorithms_without_them() {
     for algorithm in ["sliding-log", "fixed", "token-bucket"] {
@@ -149,6 +161,8 @@ const ESI_PRESSES: &[(f64, f64, u32, f64, f64, f64)] = &[
     (300.0,  0.0,   DENIED,  0.0,  0.0,      7.0),
 ];
 
+// The other algorithms run in the algorithms module (`--features algorithms`).
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen_test]
 fn respond_reserves_then_settles_at_the_price_and_a_refusal_costs_nothing() {
     let mut bucket = limiter("6/8s", "sliding-log");
@@ -174,7 +188,7 @@ fn respond_reserves_then_settles_at_the_price_and_a_refusal_costs_nothing() {
 
 #[wasm_bindgen_test]
 fn a_cheaper_answer_refunds_the_reserve() {
-    for algorithm in algorithms().split(' ') {
+    for algorithm in runs() {
         let mut bucket = limiter("6/8s", algorithm);
         // A 500 under ESI costs nothing: the reserve of 2 comes back at once.
         assert_eq!(bucket.respond(0.0, 2.0, 0.0), ALLOWED, "{algorithm}");
@@ -227,7 +241,7 @@ fn respond_gives_the_numbers_of_a_peek_then_a_record_at_one_moment() {
         (30_000.0, 0.0, 5.0), (30_001.0, 0.0, 0.0), (30_002.0, 1.0, 2.0),
     ];
     let mut refused = 0;
-    for algorithm in algorithms().split(' ') {
+    for algorithm in runs() {
         let mut flow = limiter("6/8s", algorithm);
         let mut copy = limiter("6/8s", algorithm);
         for (t, reserve, price) in presses {
@@ -288,14 +302,14 @@ fn fractions_of_a_millisecond_are_floored() {
 
 #[wasm_bindgen_test]
 fn getters_describe_the_limit() {
-    let bucket = limiter(" 150/900s\n", "token-bucket");
+    let bucket = limiter(" 150/900s\n", "floating");
     assert_eq!(bucket.limit(), "150/15m");
     assert_eq!(bucket.tokens(), 150.0);
     assert_eq!(bucket.window_ms(), 900_000.0);
-    assert_eq!(bucket.algorithm(), "token-bucket");
-    assert_eq!(limiter("7/1500ms", "fixed").limit(), "7/1500ms");
+    assert_eq!(bucket.algorithm(), "floating");
+    assert_eq!(limiter("7/1500ms", "floating").limit(), "7/1500ms");
     assert_eq!(
-        limiter("9007199254740993/1s", "fixed").limit(),
+        limiter("9007199254740993/1s", "floating").limit(),
         "9007199254740993/1s"
     );
 }
@@ -312,7 +326,7 @@ fn huge_limits_arrive_as_the_nearest_numbers() {
 #[wasm_bindgen_test]
 fn algorithms_lists_the_core_names_default_first() {
     assert_eq!(algorithms(), "floating sliding-log fixed token-bucket");
-    for name in algorithms().split(' ') {
+    for name in runs() {
         assert_eq!(limiter("6/8s", name).algorithm(), name);
     }
 }
@@ -343,6 +357,42 @@ const BAD_LIMITERS: &[(&str, &str, &str)] = &[
     ("6/8s",       "<img src=x onerror=alert(1)>", r#"unknown algorithm "<img src=x onerror=alert(1)>"; use floating, sliding-log, fixed or token-bucket"#),
 ];
 
+/// The default module, what every widget downloads, runs the floating window alone; it
+/// still knows the other names, and says which module runs them (limiter.js asks that one).
+#[cfg(not(feature = "algorithms"))]
+#[wasm_bindgen_test]
+fn the_default_module_runs_the_floating_window_alone() {
+    for algorithm in ["sliding-log", "fixed", "token-bucket"] {
+        assert_eq!(limiter_new("6/8s", algorithm), 0, "{algorithm}");
+        assert_eq!(
+            error(),
+            format!("{algorithm} runs in trickle_algorithms_bg.wasm; this module runs floating")
+        );
+    }
+    // A bad limit is still named first.
+    assert_eq!(limiter_new("6", "fixed"), 0);
+    assert!(error().contains("\"6\""));
+}
+
+/// With `--features algorithms` (trickle_algorithms_bg.wasm), each runs its own.
+#[cfg(feature = "algorithms")]
+#[wasm_bindgen_test]
+fn the_algorithms_module_runs_all_four() {
+    for algorithm in ["floating", "sliding-log", "fixed", "token-bucket"] {
+        assert_eq!(limiter("6/8s", algorithm).algorithm(), algorithm);
+    }
+    // At 8 s the sliding log has let go of the token spent at 0; the floating window still
+    // counts the whole previous window.
+    let mut log = limiter("2/8s", "sliding-log");
+    let mut floating = limiter("2/8s", "floating");
+    for t in [0.0, 7_000.0] {
+        assert_eq!(log.hit(t, 1.0), ALLOWED);
+        assert_eq!(floating.hit(t, 1.0), ALLOWED);
+    }
+    assert_eq!(log.hit(8_000.0, 1.0), ALLOWED);
+    assert_eq!(floating.hit(8_000.0, 1.0), DENIED);
+}
+
 #[wasm_bindgen_test]
 fn bad_limits_and_algorithms_throw_the_core_message() {
     for (limit, algorithm, expected) in BAD_LIMITERS {
@@ -357,7 +407,7 @@ fn bad_limits_and_algorithms_throw_the_core_message() {
 /// refusal, with the core's message from `error()`, which a second call finds taken.
 #[wasm_bindgen_test]
 fn the_exports_work_on_handles_and_leave_refusals_to_error() {
-    let handle = limiter_new("6/8s", "sliding-log");
+    let handle = limiter_new("6/8s", "floating");
     assert_ne!(handle, 0);
     assert_eq!(limiter_limit(handle), "6/8s");
     assert_eq!(
@@ -481,10 +531,13 @@ fn the_allocator_keeps_every_block_apart() {
         );
     }
     // A sliding log of many entries grows its queue through realloc and still counts right.
-    let mut log = limiter("100000/1h", "sliding-log");
-    for t in 0..100_000 {
-        assert_eq!(log.hit(f64::from(t), 1.0), ALLOWED);
+    #[cfg(feature = "algorithms")]
+    {
+        let mut log = limiter("100000/1h", "sliding-log");
+        for t in 0..100_000 {
+            assert_eq!(log.hit(f64::from(t), 1.0), ALLOWED);
+        }
+        assert_eq!(log.hit(100_000.0, 1.0), DENIED);
+        assert_eq!(fields()[field::USED], 100_000.0);
     }
-    assert_eq!(log.hit(100_000.0, 1.0), DENIED);
-    assert_eq!(fields()[field::USED], 100_000.0);
 }
