@@ -1,7 +1,8 @@
 // The module that runs all four algorithms, trickle_algorithms_bg.wasm (`make
 // wasm-algorithms`), and what limiter.js calls of its wasm-bindgen glue: a file of its own,
 // which www/build.mjs bundles apart, so that a page imports it (and fetches the module) only
-// once a widget or a caller asks for the sliding log, the fixed window or the token bucket.
+// once a widget or a caller asks for the sliding log, the fixed window or the token bucket, or
+// for a cost table.
 
 import * as glue from "../pkg/trickle_algorithms.js";
 
@@ -23,4 +24,8 @@ export const calls = {
   limiter_limit: glue.limiter_limit,
   limiter_tokens: glue.limiter_tokens,
   limiter_window_ms: glue.limiter_window_ms,
+  cost_table_new: glue.cost_table_new,
+  cost_table_cost: glue.cost_table_cost,
+  cost_table_statuses: glue.cost_table_statuses,
+  cost_table_free: glue.cost_table_free,
 };

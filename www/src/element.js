@@ -3,7 +3,7 @@ import { assertShowable, readAlgorithms, readCompare, readCost } from "./attribu
 import { decisionDetail } from "./detail.js";
 import { html, sharedSheet } from "./dom.js";
 import { count, formatWindow, statusLine } from "./format.js";
-import { CostTable, Limiter, canRun, loadAlgorithms, loadFloating } from "./limiter.js";
+import { CostTable, Limiter, canPrice, canRun, loadAlgorithms, loadFloating } from "./limiter.js";
 import { arrivedMode, isPolicy, loadMode, modeName } from "./modes.js";
 import { SingleView } from "./single.js";
 import styles from "./styles.css";
@@ -523,9 +523,9 @@ export class RateLimitDemo extends Base {
         { compare, algorithm: attribute("algorithm"), algorithms: attribute("algorithms") },
         Limiter.algorithms,
       );
-      // The sliding log, the fixed window and the token bucket run in a module of their
-      // own, fetched the first time a widget on the page asks for one of them.
-      if (!policy && !names.every(canRun)) {
+      // The sliding log, the fixed window, the token bucket and cost tables are in a module
+      // of their own, fetched the first time a widget on the page asks for one of them.
+      if ((!policy && !names.every(canRun)) || (attribute("costs") !== null && !canPrice())) {
         this.#showLoading();
         return loadAlgorithms().then(
           () => generation === this.#generation && this.#rebuild(spec),

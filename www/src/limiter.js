@@ -108,6 +108,11 @@ export function canRun(algorithm) {
   return all !== null || (floating !== null && algorithm === algorithmNames[0]);
 }
 
+/** Whether a `CostTable` can be made now: cost tables are in the module of all four. */
+export function canPrice() {
+  return all !== null;
+}
+
 function defaultSource(url) {
   if (url.protocol === "file:") {
     // Node has no fetch for files. getBuiltinModule, unlike an import of "node:fs", leaves
@@ -240,7 +245,7 @@ function readOptions(options) {
  * garbage collector takes it.
  */
 const limiters = new FinalizationRegistry(([glue, handle]) => glue.limiter_free(handle));
-const tables = new FinalizationRegistry((handle) => core.cost_table_free(handle));
+const tables = new FinalizationRegistry((handle) => all.glue.cost_table_free(handle));
 
 /** `handle`, or the core's message for the refusal it stands for (0). */
 function made(handle, glue = floatingCalls) {
@@ -385,9 +390,12 @@ export class CostTable {
         `a cost table must be a string such as "esi" or "200:2 304:1 4xx:5 429:0 5xx:0", got ${describe(text)}`,
       );
     }
-    this.#raw = made(core.cost_table_new(text));
+    if (!all) {
+      throw new Error("new CostTable() needs its WebAssembly: call `await load()` (or `await loadAlgorithms()`) first");
+    }
+    this.#raw = made(all.glue.cost_table_new(text), all.glue);
     tables.register(this, this.#raw, this);
-    const statuses = core.cost_table_statuses(this.#raw);
+    const statuses = all.glue.cost_table_statuses(this.#raw);
     this.#statuses = Object.freeze(statuses === "" ? [] : statuses.split(" ").map(Number));
   }
 
@@ -402,9 +410,9 @@ export class CostTable {
   /** Tokens a response with `status` costs; throws for a status the table does not price. */
   cost(status) {
     if (this.#raw === 0) throw new Error("this CostTable was freed");
-    const cost = core.cost_table_cost(this.#raw, whole("status", status));
+    const cost = all.glue.cost_table_cost(this.#raw, whole("status", status));
     // -1 is the core's "no price": the message says which statuses the table prices.
-    if (cost < 0) throw new Error(core.error());
+    if (cost < 0) throw new Error(all.glue.error());
     return cost;
   }
 
@@ -412,7 +420,7 @@ export class CostTable {
   free() {
     if (this.#raw === 0) return;
     tables.unregister(this);
-    core.cost_table_free(this.#raw);
+    all.glue.cost_table_free(this.#raw);
     this.#raw = 0;
   }
 }

@@ -18,7 +18,7 @@
 //! | `limiter_free(h)` | frees the limiter; the handle is not used again |
 //! | `algorithms()` | the algorithms' names, space-separated, the default first |
 //! | `decision_buffer()` | the byte offset of the buffer in the wasm memory |
-//! | `cost_table_new(text)` | a cost table's handle, or 0 with the core's message in `error()` |
+//! | `cost_table_new(text)` (this and the three below: `--features algorithms` only) | a cost table's handle, or 0 with the core's message in `error()` |
 //! | `cost_table_cost(h, status)` | the cost; -1 with a message naming what the table prices in `error()` when it has no price |
 //! | `cost_table_statuses(h)` | statuses to offer as buttons, space-separated, in table order |
 //! | `cost_table_free(h)` | frees the table |
@@ -61,7 +61,7 @@ fn trap(_: &core::panic::PanicInfo<'_>) -> ! {
 
 use core::cell::UnsafeCell;
 
-use trickle_core::{Admission, Algorithm, CostTable, Decision, Limit, Outcome};
+use trickle_core::{Admission, Algorithm, Decision, Limit, Outcome};
 use wasm_bindgen::prelude::*;
 
 mod allocator;
@@ -392,12 +392,18 @@ pub fn algorithms() -> String {
     Algorithm::names(" ")
 }
 
+// Cost tables are in the algorithms module alone (`--features algorithms`): only a widget
+// with `costs` prices its answers, and their parsing and messages are a quarter of the
+// default module otherwise.
+
 /// What a response costs by its HTTP status: a `CostTable` written as text
 /// (`"200:2 304:1 4xx:5 429:0 5xx:0"`, or the preset `"esi"`).
+#[cfg(feature = "algorithms")]
 pub struct RawCostTable {
-    inner: CostTable,
+    inner: trickle_core::CostTable,
 }
 
+#[cfg(feature = "algorithms")]
 impl RawCostTable {
     /// The table, or the core's message when the text is not one.
     pub fn new(text: &str) -> Result<RawCostTable, String> {
@@ -437,17 +443,20 @@ impl RawCostTable {
 // `cost_table_new` and `cost_table_free`).
 
 // A new table's handle, or 0 with the core's message for `error()`.
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen(skip_jsdoc)]
 pub fn cost_table_new(text: &str) -> u32 {
     RawCostTable::new(text).map_or_else(|message| refuse(message, 0), into_handle)
 }
 
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen(skip_jsdoc)]
 pub fn cost_table_free(table: u32) {
     unsafe { free::<RawCostTable>(table) }
 }
 
 // The cost, or -1 with the core's message for `error()`.
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen(skip_jsdoc)]
 pub fn cost_table_cost(table: u32, status: f64) -> f64 {
     unsafe { object::<RawCostTable>(table) }
@@ -455,6 +464,7 @@ pub fn cost_table_cost(table: u32, status: f64) -> f64 {
         .unwrap_or_else(|message| refuse(message, -1.0))
 }
 
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen(skip_jsdoc)]
 pub fn cost_table_statuses(table: u32) -> String {
     unsafe { object::<RawCostTable>(table) }.statuses()

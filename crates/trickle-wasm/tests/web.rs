@@ -15,15 +15,19 @@
 mod binding;
 
 use binding::{
-    algorithms, cost_table_cost, cost_table_free, cost_table_new, cost_table_statuses,
-    decision_buffer, error, field, limiter_free, limiter_hit, limiter_limit, limiter_new,
-    limiter_peek, limiter_record, limiter_reset, limiter_respond, limiter_tokens,
-    limiter_window_ms, RawCostTable, RawLimiter, ALLOWED, DECISION_FIELDS, DENIED, EXCEEDS_LIMIT,
+    algorithms, decision_buffer, error, field, limiter_free, limiter_hit, limiter_limit,
+    limiter_new, limiter_peek, limiter_record, limiter_reset, limiter_respond, limiter_tokens,
+    limiter_window_ms, RawLimiter, ALLOWED, DECISION_FIELDS, DENIED, EXCEEDS_LIMIT,
+};
+#[cfg(feature = "algorithms")]
+use binding::{
+    cost_table_cost, cost_table_free, cost_table_new, cost_table_statuses, RawCostTable,
 };
 use js_sys::{Float64Array, WebAssembly};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 
+#[cfg(feature = "algorithms")]
 /// How every cost-table message that is not about a class ends.
 macro_rules! table_form {
     () => {
@@ -429,7 +433,12 @@ fn the_exports_work_on_handles_and_leave_refusals_to_error() {
         r#"unknown algorithm "leaky"; use floating, sliding-log, fixed or token-bucket"#
     );
     assert_eq!(error(), "");
+}
 
+/// Cost tables are in the algorithms module alone, as the other three algorithms are.
+#[cfg(feature = "algorithms")]
+#[wasm_bindgen_test]
+fn the_cost_table_exports_work_on_handles_and_leave_refusals_to_error() {
     let esi = cost_table_new("esi");
     assert_ne!(esi, 0);
     assert_eq!(cost_table_statuses(esi), "200 304 404 500");
@@ -447,10 +456,12 @@ fn the_exports_work_on_handles_and_leave_refusals_to_error() {
     );
 }
 
+#[cfg(feature = "algorithms")]
 fn table(text: &str) -> RawCostTable {
     RawCostTable::new(text).unwrap_or_else(|err| panic!("{err}"))
 }
 
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen_test]
 fn esi_costs_by_status() {
     let esi = table("esi");
@@ -471,6 +482,7 @@ fn esi_costs_by_status() {
     }
 }
 
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen_test]
 fn a_written_table_prices_and_offers_its_statuses() {
     let written = table("200:2 304:1 4xx:5 429:0 5xx:0");
@@ -484,6 +496,7 @@ fn a_written_table_prices_and_offers_its_statuses() {
     assert_eq!(table("1xx:0 404:3 4xx:1").statuses(), "100 404 400");
 }
 
+#[cfg(feature = "algorithms")]
 #[rustfmt::skip]
 const BAD_TABLES: &[(&str, &str)] = &[
     ("",          concat!("a cost table needs at least one entry; ", table_form!())),
@@ -494,6 +507,7 @@ const BAD_TABLES: &[(&str, &str)] = &[
     ("200:1 200:2", "cost table prices 200 twice; write each status or class once"),
 ];
 
+#[cfg(feature = "algorithms")]
 #[wasm_bindgen_test]
 fn bad_tables_throw_the_core_message() {
     for (text, expected) in BAD_TABLES {
