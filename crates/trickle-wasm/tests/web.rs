@@ -156,6 +156,7 @@ fn peek_spends_nothing_record_charges_past_the_limit_and_reset_forgets() {
 
 /// ESI on `6/8s`, reserving 1 before each answer, one row per press at `t`: the answer's
 /// price, then the code and the buffer's cost, reserved and used after it.
+#[cfg(feature = "algorithms")]
 #[rustfmt::skip]
 const ESI_PRESSES: &[(f64, f64, u32, f64, f64, f64)] = &[
     // t,    price, code,    cost, reserved, used
