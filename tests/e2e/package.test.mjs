@@ -57,12 +57,13 @@ describe("the tarball", () => {
       "LICENSE-MIT",
       "LICENSE-APACHE",
       "custom-elements.json",
-      ...["rate-limit-demo", "element", "limiter", "compare", "live", "live-policy", "openapi", "policy", "predict", "replay"].flatMap((name) => [
+      ...["rate-limit-demo", "element", "limiter", "algorithms-glue", "compare", "live", "live-policy", "openapi", "policy", "predict", "replay"].flatMap((name) => [
         `dist/${name}.js`,
         `dist/${name}.js.map`,
       ]),
       "dist/trickle_bg.wasm",
       "dist/trickle_extras_bg.wasm",
+      "dist/trickle_algorithms_bg.wasm",
       "types/index.d.ts",
       "types/element.d.ts",
       "types/limiter.d.ts",

@@ -50,12 +50,34 @@ export interface Settled extends Decision {
 }
 
 /**
- * Loads the WebAssembly once for the page (every call returns the same promise). `source`
- * defaults to trickle_bg.wasm beside the module, read from disk under Node.
+ * Loads the WebAssembly once for the page, both modules, so that every algorithm and
+ * `CostTable` work (every call returns the same promise). `source` is where the default
+ * module comes from, by default trickle_bg.wasm beside the module, read from disk under Node;
+ * trickle_algorithms_bg.wasm always comes from beside the module.
  */
 export function load(
   source?: string | URL | Response | PromiseLike<Response> | BufferSource | WebAssembly.Module,
 ): Promise<void>;
+
+/**
+ * Loads the default module alone (every call returns the same promise): enough for limiters
+ * running the floating window. `source` as `load`'s.
+ */
+export function loadFloating(
+  source?: string | URL | Response | PromiseLike<Response> | BufferSource | WebAssembly.Module,
+): Promise<void>;
+
+/**
+ * Loads trickle_algorithms_bg.wasm, beside the module: the sliding log, the fixed window, the
+ * token bucket and `CostTable`. Every call returns the same promise; a failure is not kept.
+ */
+export function loadAlgorithms(): Promise<void>;
+
+/** Whether a `Limiter` running `algorithm` can be made now, without loading another module. */
+export function canRun(algorithm: string): boolean;
+
+/** Whether a `CostTable` can be made now: it runs in trickle_algorithms_bg.wasm. */
+export function canPrice(): boolean;
 
 /**
  * One rate-limited bucket. Every method takes the time first, in ms (whole numbers from 0 to
