@@ -65,6 +65,9 @@ function playInWidget(page, text, { limit, algorithm }) {
       element.setAttribute("limit", limit);
       element.setAttribute("algorithm", algorithm);
       const root = element.shadowRoot;
+      // The first widget of the page to run the sliding log, the fixed window or the token
+      // bucket fetches their module before it rebuilds.
+      while (!root.querySelector('[part="replay-input"]')) await new Promise((wake) => setTimeout(wake, 10));
       root.querySelector('[part="replay-input"]').value = text;
       const played = new Promise((resolve) =>
         element.addEventListener("rate-limit-replay", ({ detail }) => resolve(detail), { once: true }),
