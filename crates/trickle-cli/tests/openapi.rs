@@ -27,7 +27,7 @@ routes = ["/fittings", "/fittings/ships"]
 
 [[group]]
 name = "pair"
-limit = "burst=2/1s 6/1h"
+limit = "burst=2/10m 6/1h"
 algorithm = "fixed"
 routes = ["/pair"]
 
@@ -47,7 +47,7 @@ routes = ["/quiet"]
 const ROUTES: [(&str, &str, &str); 5] = [
     ("/fittings", "fitting", "6/8s"),
     ("/fittings/ships", "fitting", "6/8s"),
-    ("/pair", "pair", "burst=2/1s 6/1h"),
+    ("/pair", "pair", "burst=2/10m 6/1h"),
     ("/named", "named", "hourly=150/1h"),
     ("/quiet", "quiet", "2/1h"),
 ];
@@ -137,7 +137,7 @@ fn each_route_s_x_rate_limit_is_its_group_s_policy() {
     assert_eq!(
         paths["/pair"]["get"]["x-rate-limit"],
         json!([
-            {"group": "pair", "name": "burst", "window-size": "1s", "max-tokens": 2},
+            {"group": "pair", "name": "burst", "window-size": "10m", "max-tokens": 2},
             {"group": "pair", "name": "6/1h", "window-size": "1h", "max-tokens": 6},
         ])
     );
