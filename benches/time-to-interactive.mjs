@@ -23,7 +23,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO, SITE, open, start, whenReady } from "../tests/e2e/harness.mjs";
 
-const LOADS = 15;
+const LOADS = 31;
 /** The bare page, written beside the real one for the run so that both are served alike. */
 const BARE = "tti-bare.html";
 
