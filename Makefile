@@ -12,6 +12,16 @@ EXAMPLE ?= examples/esi-burst.csv
 # output), and tools installed by `cargo install` live in ~/.cargo/bin.
 export PATH := $(CURDIR)/www/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 
+# Once `scripts/setup.sh test` has put sccache in ~/.cargo/bin, every rustc call goes through
+# it: a new clone or worktree on a set-up machine takes its dependencies' compiled crates
+# from the shared cache (~/.cache/sccache) rather than compiling them again. The server is
+# started by `sccache-server` with no terminal or pipe of ours, and stops after an idle hour.
+SCCACHE := $(wildcard $(HOME)/.cargo/bin/sccache)
+ifneq ($(SCCACHE),)
+export RUSTC_WRAPPER ?= $(SCCACHE)
+export SCCACHE_IDLE_TIMEOUT ?= 3600
+endif
+
 WASM_PACK = wasm-pack
 WASM_CRATE = crates/trickle-wasm
 PKG = www/pkg
@@ -156,8 +166,18 @@ docs: package
 # Everything but the end-to-end suite and the native tests runs at the lowest priority, so the
 # browser's timings are not the ones that stretch. The lanes call the `-run` targets, which
 # build nothing: a package rebuilt while Chromium reads it would be a flaky test.
-test: setup-test js-unit fmt clippy unit-build doc site docs
-	$(MAKE) -j4 --output-sync=target native-lane checks-low loom-low e2e-run
+# RUSTC_WRAPPER is passed on as this make read it: on a fresh machine sccache is installed
+# by setup-test after that, and the lanes would otherwise start its server themselves.
+test: setup-test sccache-server js-unit fmt clippy unit-build doc site docs
+	$(MAKE) -j4 --output-sync=target RUSTC_WRAPPER=$(RUSTC_WRAPPER) native-lane checks-low loom-low e2e-run
+
+# Started here, its output to /dev/null, rather than by the first rustc call, which would
+# hand it that call's stdout: a server that outlives `make test` must not hold the pipe a CI
+# reads the log from.
+.PHONY: sccache-server
+sccache-server:
+	@if [ -n "$(RUSTC_WRAPPER)" ] && [ "$(RUSTC_WRAPPER)" = "$(SCCACHE)" ]; then \
+		$(SCCACHE) --start-server </dev/null >/dev/null 2>&1 || true; fi
 
 .PHONY: unit-build unit-run native-lane checks-low loom-low e2e-run clippy semver msrv \
 	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run

