@@ -268,7 +268,7 @@ fn run(run: &Run) -> Result<(), String> {
         .arg("commandstats")
         .query(&mut single[0])
         .map_err(|err| err.to_string())?;
-    let script_server_us = usec_per_call(&stats, "evalsha")?;
+    let script_server_us = usec_per_call(&stats, "fcall")?;
     let incrby_server_us = usec_per_call(&stats, "incrby")?;
     let medians = |rounds: &[Pair]| Pair {
         script: median_figures(rounds.iter().map(|pair| pair.script)),

@@ -16,7 +16,7 @@ local keys_per_limit = 1
 local FORMAT, SIZE = '<ddd', 24
 
 local function open(first, tokens, window)
-    local key = KEYS[first]
+    local key = keys[first]
     local stored_current, counted, seen = load(key, FORMAT, SIZE, 'current', 'counted', 'seen')
     stored_current, counted, seen = stored_current or 0, counted or 0, seen or 0
 
@@ -63,22 +63,20 @@ local function note(b)
     end
 end
 
--- What only a record or a settle uses, made only for them (`charges`).
-local fits, counts, adjust
-if charges then
-    -- current × W stays exact.
-    function fits(b, more)
-        return more <= floor_div(EXACT, b.window) - b.current
-    end
+-- What only a record or a settle uses: fits, counts and adjust.
 
-    function counts(b)
-        return reserved_at >= b.start
-    end
+-- current × W stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT, b.window) - b.current
+end
 
-    function adjust(b, sign, amount)
-        b.current = changed(b.current, sign, amount)
-        save(b)
-    end
+local function counts(b)
+    return reserved_at >= b.start
+end
+
+local function adjust(b, sign, amount)
+    b.current = changed(b.current, sign, amount)
+    save(b)
 end
 
 local function counters()

@@ -16,7 +16,7 @@ local keys_per_limit = 1
 local FORMAT, SIZE = '<dddd', 32
 
 local function open(first, tokens, window)
-    local key = KEYS[first]
+    local key = keys[first]
     local stored_previous, stored_current, counted, seen =
         load(key, FORMAT, SIZE, 'previous', 'current', 'counted', 'seen')
     stored_previous, stored_current = stored_previous or 0, stored_current or 0
@@ -96,29 +96,27 @@ local function note(b)
     end
 end
 
--- What only a record or a settle uses, made only for them (`charges`).
-local fits, counts, adjust
-if charges then
-    -- (previous + current) × W stays exact.
-    function fits(b, more)
-        return more <= floor_div(EXACT, b.window) - b.previous - b.current
-    end
+-- What only a record or a settle uses: fits, counts and adjust.
 
-    -- The reservation's tokens are in `current` from the start of the window of `at` on, in
-    -- `previous` through the window before.
-    function counts(b)
-        local start = b.at - b.elapsed
-        return reserved_at >= start or start - reserved_at <= b.window
-    end
+-- (previous + current) × W stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT, b.window) - b.previous - b.current
+end
 
-    function adjust(b, sign, amount)
-        if reserved_at >= b.at - b.elapsed then
-            b.current = changed(b.current, sign, amount)
-        else
-            b.previous = changed(b.previous, sign, amount)
-        end
-        save(b)
+-- The reservation's tokens are in `current` from the start of the window of `at` on, in
+-- `previous` through the window before.
+local function counts(b)
+    local start = b.at - b.elapsed
+    return reserved_at >= start or start - reserved_at <= b.window
+end
+
+local function adjust(b, sign, amount)
+    if reserved_at >= b.at - b.elapsed then
+        b.current = changed(b.current, sign, amount)
+    else
+        b.previous = changed(b.previous, sign, amount)
     end
+    save(b)
 end
 
 local function counters(b)

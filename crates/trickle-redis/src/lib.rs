@@ -1,9 +1,12 @@
 //! trickle's limiters on Redis: the same decisions as the in-process core, for buckets
 //! shared by many server processes.
 //!
-//! Each decision is one Lua script run with `EVALSHA` (the `redis` crate's [`redis::Script`],
-//! which loads the script again after a `SCRIPT FLUSH` or a restart answers `NOSCRIPT`). The
-//! script reads the bucket, decides with the core's exact rule, and spends only when the
+//! Each decision is one call of a Lua function, `FCALL` of the algorithm's Redis Function
+//! library, which the crate loads (`FUNCTION LOAD`, on every master of a Cluster) whenever a
+//! server answers "Function not found": a new server, a restart without persistence, a
+//! `FUNCTION FLUSH`. A server without Functions (before Redis 7.0) runs the same Lua as a
+//! script, with `EVALSHA` (the `redis` crate's [`redis::Script`], which loads it again on
+//! `NOSCRIPT`). The script reads the bucket, decides with the core's exact rule, and spends only when the
 //! request is allowed. [`RedisLimiter`] picks the algorithm at run time, as the core's
 //! [`trickle_core::Limiter`]; [`RedisStore`] is the core's [`trickle_core::Store`] over Redis.
 //! [`RedisPolicyLimiter`] and [`RedisPolicyStore`] do the same for a

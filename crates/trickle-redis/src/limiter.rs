@@ -4,7 +4,7 @@
 
 use std::num::NonZeroU32;
 
-use redis::{ConnectionLike, ScriptInvocation};
+use redis::ConnectionLike;
 use trickle_core::{Algorithm, Decision, Limit, Op};
 
 use crate::errors::{RedisError, RedisLimitError};
@@ -215,8 +215,8 @@ impl RedisLimiter {
         now_ms: u64,
         cost: u64,
     ) -> Result<Decision, RedisError> {
-        let invocation = self.invocation(key, op, now_ms, cost)?;
-        let reply = self.runner.send(conn, &invocation, op)?;
+        let call = self.call(key, op, now_ms, cost)?;
+        let reply = self.runner.send(conn, &call, op)?;
         self.read_reply(&reply, op, cost)
     }
 
@@ -236,21 +236,15 @@ impl RedisLimiter {
     where
         C: redis::aio::ConnectionLike,
     {
-        let invocation = self.invocation(key, op, now_ms, cost)?;
-        let reply = self.runner.send_async(conn, &invocation, op).await?;
+        let call = self.call(key, op, now_ms, cost)?;
+        let reply = self.runner.send_async(conn, &call, op).await?;
         self.read_reply(&reply, op, cost)
     }
 
     /// The script call for one decision, its arguments checked: the same for the sync and
     /// the async connection.
-    fn invocation(
-        &self,
-        key: &str,
-        op: Op,
-        now_ms: u64,
-        cost: u64,
-    ) -> Result<ScriptInvocation<'_>, RedisError> {
-        self.runner.invocation(
+    fn call(&self, key: &str, op: Op, now_ms: u64, cost: u64) -> Result<runner::Call, RedisError> {
+        self.runner.call(
             self.redis_keys(key),
             |ticket| self.reservation_key(key, ticket),
             &[self.limit],

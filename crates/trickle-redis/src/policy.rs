@@ -4,7 +4,7 @@
 
 use std::num::NonZeroU32;
 
-use redis::{ConnectionLike, ScriptInvocation, Value};
+use redis::{ConnectionLike, Value};
 use trickle_core::{Algorithm, Limit, Op, Policy, PolicyDecision};
 
 use crate::errors::{RedisError, RedisLimitError};
@@ -239,8 +239,8 @@ impl RedisPolicyLimiter {
         now_ms: u64,
         cost: u64,
     ) -> Result<PolicyDecision, RedisError> {
-        let invocation = self.invocation(key, op, now_ms, cost)?;
-        let reply = self.runner.send(conn, &invocation, op)?;
+        let call = self.call(key, op, now_ms, cost)?;
+        let reply = self.runner.send(conn, &call, op)?;
         self.read_reply(&reply, op, cost)
     }
 
@@ -257,19 +257,13 @@ impl RedisPolicyLimiter {
     where
         C: redis::aio::ConnectionLike,
     {
-        let invocation = self.invocation(key, op, now_ms, cost)?;
-        let reply = self.runner.send_async(conn, &invocation, op).await?;
+        let call = self.call(key, op, now_ms, cost)?;
+        let reply = self.runner.send_async(conn, &call, op).await?;
         self.read_reply(&reply, op, cost)
     }
 
-    fn invocation(
-        &self,
-        key: &str,
-        op: Op,
-        now_ms: u64,
-        cost: u64,
-    ) -> Result<ScriptInvocation<'_>, RedisError> {
-        self.runner.invocation(
+    fn call(&self, key: &str, op: Op, now_ms: u64, cost: u64) -> Result<runner::Call, RedisError> {
+        self.runner.call(
             self.redis_keys(key),
             |ticket| self.reservation_key(key, ticket),
             &self.limits,

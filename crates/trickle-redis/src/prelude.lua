@@ -43,33 +43,28 @@
 -- limit, 3 a record or settle that would leave the exact range (then nothing was written,
 -- in any limit).
 --
--- Written for what a call costs: every `local function` here is made again on each call,
--- and so is every table, so the algorithms keep a bucket's state in one plain table and
--- their functions take it as an argument, rather than each bucket carrying closures.
+-- The text is a library: what it defines is made once, when Redis loads it as a Redis
+-- Function library (FUNCTION LOAD, called with FCALL), and `decide` (decide.lua) runs each
+-- call. Making a closure or a table costs a call more than its arithmetic, so every
+-- function is defined here, at the top, never inside `decide`; each call's arguments are
+-- kept in the locals below, which `decide` sets first (Redis runs one call at a time), and
+-- the algorithms keep a bucket's state in one plain table that their functions take as an
+-- argument, rather than each bucket carrying closures. Where Redis has no Functions (before
+-- 7.0) the same text runs as a script (EVALSHA), ending `return decide(KEYS, ARGV)`: then
+-- all of it is made again on each call, as any script's locals are.
 
-local op = ARGV[1]
-local report_next = ARGV[3] == '1'
-local numbers = ARGV[4]
+-- The call's KEYS and its arguments (ARGV), as read from them; set by `decide`.
+local keys, op, report_next, numbers
 -- A settle's reservation: when it was made (on the clock decisions are made on) and what it
 -- holds; 0 for every other operation, where they change nothing below.
-local now, cost, grace, reserved_at, reserved = struct.unpack('<ddddd', numbers)
+local now, cost, grace, reserved_at, reserved
 
 -- 2^53, the largest integer below which every integer is a double.
 local EXACT = 9007199254740992
 
-local fmod = math.fmod
-
-if ARGV[2] == 'server' then
-    -- Before Redis 5 a script that reads TIME must replicate its effects, not itself;
-    -- from Redis 7 that is the only way and this call does nothing. TIME stays the same
-    -- for the whole script, which is what a decision needs, and every limit of a policy
-    -- is decided at it.
-    if redis.replicate_commands then
-        redis.replicate_commands()
-    end
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+-- math.fmod: a library's text cannot reach the standard libraries while Redis loads it,
+-- so `decide` sets it at each call.
+local fmod
 
 -- floor(a / b) for integers 0 ≤ a, 0 < b, both exact: a − fmod(a, b) is a multiple of b,
 -- so the division has an exact result and IEEE division returns it.
@@ -139,22 +134,15 @@ local function decided_at(seen)
     return at, at - now
 end
 
--- Whether this call charges after the fact, a record or a settle: only then are the
--- functions that do so made, as every function is made again on each call.
-local charges = op == 'record' or op == 'settle'
-
 -- `counter` changed by a settle's difference: `sign` 1 adds `amount`, −1 takes it away,
 -- stopping at 0 (the core's Difference::applied_to).
-local changed
-if charges then
-    function changed(counter, sign, amount)
-        if sign > 0 then
-            return counter + amount
-        elseif amount >= counter then
-            return 0
-        end
-        return counter - amount
+local function changed(counter, sign, amount)
+    if sign > 0 then
+        return counter + amount
+    elseif amount >= counter then
+        return 0
     end
+    return counter - amount
 end
 
 -- The algorithm's text defines `keys_per_limit`, how many keys one limit's bucket has, and

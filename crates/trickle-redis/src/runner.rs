@@ -5,8 +5,10 @@
 //! and each limit's nine integers read into the core's [`Decision`].
 
 use std::num::{NonZeroU32, NonZeroU64};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use redis::{ConnectionLike, Script, ScriptInvocation, Value};
+use redis::{Cmd, ConnectionLike, Script, Value};
 use trickle_core::{Algorithm, Counters, Decision, Limit, Op, Outcome, Tokens};
 
 use crate::errors::{RedisError, RedisLimitError};
@@ -60,7 +62,76 @@ pub(crate) struct Runner {
     pub(crate) prefix: String,
     pub(crate) clock: Clock,
     pub(crate) settle_attempts: NonZeroU32,
+    code: Arc<Code>,
+}
+
+/// The algorithm's Lua, as a Redis Function library and as a script, and which of them the
+/// server takes.
+#[derive(Debug)]
+struct Code {
+    /// The library's one function, which is also the library's name: the algorithm's and
+    /// the script's SHA-1, so that two versions of the crate sharing a server never replace
+    /// each other's library.
+    function: String,
+    /// `#!lua name=…`, the text, and the registration of `decide`: what `FUNCTION LOAD`
+    /// is sent on "Function not found" (a new server, a restart without persistence, a
+    /// `FUNCTION FLUSH`, a failover to a replica that never had it).
+    library: String,
+    /// The same text ending `return decide(KEYS, ARGV)`: `EVALSHA`, reloaded on `NOSCRIPT`
+    /// by the redis crate, for a server without Functions (before Redis 7.0).
     script: Script,
+    /// Set once a server answered that it has no `FCALL`; every later call is a script.
+    scripts_only: AtomicBool,
+}
+
+impl Code {
+    fn new(name: &str, text: &str) -> Code {
+        let script = Script::new(&format!("{text}\nreturn decide(KEYS, ARGV)\n"));
+        let function = format!("trickle_{name}_{}", script.get_hash());
+        let library = format!(
+            "#!lua name={function}\n{text}\nredis.register_function('{function}', decide)\n"
+        );
+        Code {
+            function,
+            library,
+            script,
+            scripts_only: AtomicBool::new(false),
+        }
+    }
+}
+
+/// One decision's call, its arguments laid out as `prelude.lua` reads them.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    keys: Vec<String>,
+    op: &'static str,
+    clock: &'static str,
+    report_next: &'static str,
+    numbers: Vec<u8>,
+}
+
+/// What a failed `FCALL` means for the next step.
+enum Failed {
+    /// "Function not found": the server lost the library (or never had it); load it and
+    /// call again. Nothing ran.
+    NotLoaded,
+    /// No `FCALL` at all (before Redis 7.0): run the script instead. Nothing ran.
+    NoFunctions,
+    /// Anything else, as the caller's rules read it.
+    Other,
+}
+
+fn failed(err: &redis::RedisError) -> Failed {
+    let detail = err.detail().unwrap_or("");
+    if err.code() != Some("ERR") {
+        Failed::Other
+    } else if detail.starts_with("Function not found") {
+        Failed::NotLoaded
+    } else if detail.starts_with("unknown command") {
+        Failed::NoFunctions
+    } else {
+        Failed::Other
+    }
 }
 
 impl Runner {
@@ -77,6 +148,12 @@ impl Runner {
             });
         }
         let (text, max_scaled) = script(algorithm);
+        let name = match algorithm {
+            Algorithm::Floating => "floating",
+            Algorithm::Fixed => "fixed",
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::SlidingLog => "sliding_log",
+        };
         for limit in limits {
             if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > max_scaled {
                 return Err(RedisLimitError::TooLarge {
@@ -91,7 +168,7 @@ impl Runner {
             prefix: prefix.to_string(),
             clock: Clock::Caller,
             settle_attempts: SETTLE_ATTEMPTS,
-            script: Script::new(text),
+            code: Arc::new(Code::new(name, text)),
         })
     }
 
@@ -100,7 +177,7 @@ impl Runner {
     /// `pending` names a reservation's pending record from its ticket; `report_next` asks
     /// each limit when it frees its next token, which a policy's answer holds.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn invocation(
+    pub(crate) fn call(
         &self,
         keys: Vec<String>,
         pending: impl FnOnce(u64) -> String,
@@ -109,7 +186,7 @@ impl Runner {
         now_ms: u64,
         cost: u64,
         report_next: bool,
-    ) -> Result<ScriptInvocation<'_>, RedisError> {
+    ) -> Result<Call, RedisError> {
         if self.clock == Clock::Caller && now_ms > MAX_TIME_MS {
             return Err(RedisError::TimeTooLarge { now_ms });
         }
@@ -151,22 +228,23 @@ impl Runner {
             } => (reserved_at_ms, reserved),
             _ => (0, 0),
         };
-        let mut invocation = self.script.key(keys);
+        let mut keys = keys;
         if let Some(ticket) = ticket {
             // The script finds the pending record last in KEYS, so Redis Cluster sees it.
-            invocation.key(pending(ticket));
+            keys.push(pending(ticket));
         }
         let limits_numbers = limits
             .iter()
             .flat_map(|limit| [limit.tokens(), limit.window_ms()]);
-        invocation
-            .arg(name)
-            .arg(match self.clock {
+        Ok(Call {
+            keys,
+            op: name,
+            clock: match self.clock {
                 Clock::Caller => "caller",
                 Clock::Server => "server",
-            })
-            .arg(if report_next { "1" } else { "0" })
-            .arg(doubles(
+            },
+            report_next: if report_next { "1" } else { "0" },
+            numbers: doubles(
                 [
                     now_ms,
                     script_cost,
@@ -176,20 +254,96 @@ impl Runner {
                 ]
                 .into_iter()
                 .chain(limits_numbers),
-            ));
-        Ok(invocation)
+            ),
+        })
     }
 
-    /// Runs `invocation` of `op` on `conn`, a settle again while its outcome is unknown.
+    /// `FCALL` of the library's function: KEYS, then ARGV.
+    fn fcall(&self, call: &Call) -> Cmd {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(&self.code.function)
+            .arg(call.keys.len())
+            .arg(&call.keys)
+            .arg(call.op)
+            .arg(call.clock)
+            .arg(call.report_next)
+            .arg(&call.numbers);
+        cmd
+    }
+
+    /// `FUNCTION LOAD REPLACE` of the library: on a Redis Cluster the redis crate sends it
+    /// to every master. REPLACE, so that two clients loading it at once both succeed; the
+    /// library's name is its text's hash, so what it replaces is the same text.
+    fn function_load(&self) -> Cmd {
+        let mut cmd = redis::cmd("FUNCTION");
+        cmd.arg("LOAD").arg("REPLACE").arg(&self.code.library);
+        cmd
+    }
+
+    /// The same call as a script, for a server without Functions.
+    fn script(&self, call: &Call) -> redis::ScriptInvocation<'_> {
+        let mut invocation = self.code.script.key(&call.keys);
+        invocation
+            .arg(call.op)
+            .arg(call.clock)
+            .arg(call.report_next)
+            .arg(&call.numbers);
+        invocation
+    }
+
+    /// One attempt at `call`: its function, loaded first if the server has lost it, or the
+    /// script where the server has no Functions.
+    fn attempt(&self, conn: &mut dyn ConnectionLike, call: &Call) -> redis::RedisResult<Value> {
+        if !self.code.scripts_only.load(Ordering::Relaxed) {
+            let err = match self.fcall(call).query::<Value>(conn) {
+                Ok(reply) => return Ok(reply),
+                Err(err) => err,
+            };
+            match failed(&err) {
+                Failed::Other => return Err(err),
+                Failed::NotLoaded => {
+                    self.function_load().query::<Value>(conn)?;
+                    return self.fcall(call).query(conn);
+                }
+                Failed::NoFunctions => self.code.scripts_only.store(true, Ordering::Relaxed),
+            }
+        }
+        self.script(call).invoke(conn)
+    }
+
+    /// [`attempt`](Runner::attempt) on an async connection.
+    #[cfg(feature = "aio")]
+    async fn attempt_async<C>(&self, conn: &mut C, call: &Call) -> redis::RedisResult<Value>
+    where
+        C: redis::aio::ConnectionLike,
+    {
+        if !self.code.scripts_only.load(Ordering::Relaxed) {
+            let err = match self.fcall(call).query_async::<Value>(conn).await {
+                Ok(reply) => return Ok(reply),
+                Err(err) => err,
+            };
+            match failed(&err) {
+                Failed::Other => return Err(err),
+                Failed::NotLoaded => {
+                    self.function_load().query_async::<Value>(conn).await?;
+                    return self.fcall(call).query_async(conn).await;
+                }
+                Failed::NoFunctions => self.code.scripts_only.store(true, Ordering::Relaxed),
+            }
+        }
+        self.script(call).invoke_async(conn).await
+    }
+
+    /// Runs `call` of `op` on `conn`, a settle again while its outcome is unknown.
     pub(crate) fn send(
         &self,
         conn: &mut dyn ConnectionLike,
-        invocation: &ScriptInvocation<'_>,
+        call: &Call,
         op: Op,
     ) -> Result<Value, RedisError> {
         let (mut attempt, mut unknown) = (1, None);
         loop {
-            match invocation.invoke::<Value>(conn) {
+            match self.attempt(conn, call) {
                 Ok(reply) => return Ok(reply),
                 Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
             }
@@ -203,7 +357,7 @@ impl Runner {
     pub(crate) async fn send_async<C>(
         &self,
         conn: &mut C,
-        invocation: &ScriptInvocation<'_>,
+        call: &Call,
         op: Op,
     ) -> Result<Value, RedisError>
     where
@@ -211,7 +365,7 @@ impl Runner {
     {
         let (mut attempt, mut unknown) = (1, None);
         loop {
-            match invocation.invoke_async::<Value>(conn).await {
+            match self.attempt_async(conn, call).await {
                 Ok(reply) => return Ok(reply),
                 Err(err) => self.send_again(op, attempt, err, &mut unknown)?,
             }

@@ -61,7 +61,7 @@ local function walk(b, first, visit)
 end
 
 local function open(first, tokens, window)
-    local bucket, log = KEYS[first], KEYS[first + 1]
+    local bucket, log = keys[first], keys[first + 1]
     local total, seen = load(bucket, FORMAT, SIZE, 'total', 'seen')
     total, seen = total or 0, seen or 0
 
@@ -194,60 +194,58 @@ local function note(b)
     end
 end
 
--- What only a record or a settle uses, made only for them (`charges`).
-local fits, counts, adjust
-if charges then
-    -- The total × W stays exact.
-    function fits(b, more)
-        return more <= floor_div(EXACT, b.window) - b.total_used
-    end
+-- What only a record or a settle uses: fits, counts and adjust.
 
-    -- The reservation's entry counts while at − reserved_at < W (at ≥ reserved_at).
-    function counts(b)
-        return b.at - reserved_at < b.window
-    end
+-- The total × W stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT, b.window) - b.total_used
+end
 
-    -- A settle's difference on its reservation's entry, as the core's settle: more is
-    -- logged at the reservation's time (in time order, merged into that millisecond's
-    -- entry); a refund takes back at most what that entry holds, and drops it once empty.
-    -- Before the pruning, which leaves every index this uses in place: the reservation
-    -- still counts (at − reserved_at < W), so its own entry and any written after it are
-    -- not expired, and every expired entry is older than it.
-    function adjust(b, sign, amount)
-        local log = b.log
-        local index, spent_at, spent, entry = newest_until(b, reserved_at)
-        local own = spent_at == reserved_at
-        if sign > 0 then
-            local logged = string.format('%d:%d', reserved_at, amount)
-            if own then
-                redis.call('LSET', log, index, string.format('%d:%d', reserved_at, spent + amount))
-            elseif index then
-                redis.call('LINSERT', log, 'AFTER', entry, logged)
-                b.length = b.length + 1
-            else
-                redis.call('LPUSH', log, logged)
-                b.length = b.length + 1
-            end
-            b.total = b.total_used + amount
-        elseif own then
-            local taken = spent
-            if amount < spent then
-                taken = amount
-            end
-            if taken == spent then
-                -- One entry per millisecond, so its text is unique in the log.
-                redis.call('LREM', log, 1, entry)
-                b.length = b.length - 1
-            else
-                redis.call('LSET', log, index, string.format('%d:%d', reserved_at, spent - taken))
-            end
-            b.total = b.total_used - taken
+-- The reservation's entry counts while at − reserved_at < W (at ≥ reserved_at).
+local function counts(b)
+    return b.at - reserved_at < b.window
+end
+
+-- A settle's difference on its reservation's entry, as the core's settle: more is
+-- logged at the reservation's time (in time order, merged into that millisecond's
+-- entry); a refund takes back at most what that entry holds, and drops it once empty.
+-- Before the pruning, which leaves every index this uses in place: the reservation
+-- still counts (at − reserved_at < W), so its own entry and any written after it are
+-- not expired, and every expired entry is older than it.
+local function adjust(b, sign, amount)
+    local log = b.log
+    local index, spent_at, spent, entry = newest_until(b, reserved_at)
+    local own = spent_at == reserved_at
+    if sign > 0 then
+        local logged = string.format('%d:%d', reserved_at, amount)
+        if own then
+            redis.call('LSET', log, index, string.format('%d:%d', reserved_at, spent + amount))
+        elseif index then
+            redis.call('LINSERT', log, 'AFTER', entry, logged)
+            b.length = b.length + 1
         else
-            b.total = b.total_used
+            redis.call('LPUSH', log, logged)
+            b.length = b.length + 1
         end
-        prune(b)
-        keep(b)
+        b.total = b.total_used + amount
+    elseif own then
+        local taken = spent
+        if amount < spent then
+            taken = amount
+        end
+        if taken == spent then
+            -- One entry per millisecond, so its text is unique in the log.
+            redis.call('LREM', log, 1, entry)
+            b.length = b.length - 1
+        else
+            redis.call('LSET', log, index, string.format('%d:%d', reserved_at, spent - taken))
+        end
+        b.total = b.total_used - taken
+    else
+        b.total = b.total_used
     end
+    prune(b)
+    keep(b)
 end
 
 local function counters()

@@ -18,7 +18,7 @@ local keys_per_limit = 1
 local FORMAT, SIZE = '<dddd', 32
 
 local function open(first, tokens, window)
-    local key = KEYS[first]
+    local key = keys[first]
     local stored_owed, stored_fraction, refilled, seen =
         load(key, FORMAT, SIZE, 'owed', 'fraction', 'refilled', 'seen')
     stored_owed, stored_fraction = stored_owed or 0, stored_fraction or 0
@@ -92,27 +92,25 @@ local function note(b)
     end
 end
 
--- What only a record or a settle uses, made only for them (`charges`).
-local fits, counts, adjust
-if charges then
-    -- (owed + more) × W + fraction stays exact.
-    function fits(b, more)
-        return more <= floor_div(EXACT - b.fraction, b.window) - b.owed
-    end
+-- What only a record or a settle uses: fits, counts and adjust.
 
-    function counts(b)
-        return b.at - reserved_at < b.window
-    end
+-- (owed + more) × W + fraction stays exact.
+local function fits(b, more)
+    return more <= floor_div(EXACT - b.fraction, b.window) - b.owed
+end
 
-    function adjust(b, sign, amount)
-        if sign > 0 or b.owed >= amount then
-            b.owed = changed(b.owed, sign, amount)
-        else
-            -- Fewer whole tokens are out than come back: the bucket is full.
-            b.owed, b.fraction = 0, 0
-        end
-        save(b)
+local function counts(b)
+    return b.at - reserved_at < b.window
+end
+
+local function adjust(b, sign, amount)
+    if sign > 0 or b.owed >= amount then
+        b.owed = changed(b.owed, sign, amount)
+    else
+        -- Fewer whole tokens are out than come back: the bucket is full.
+        b.owed, b.fraction = 0, 0
     end
+    save(b)
 end
 
 local function counters()

@@ -104,6 +104,56 @@ fn a_single_node_client_meets_moved() {
     assert!(decision.is_allowed());
 }
 
+/// A master that lost the Function library (a restart without persistence, a
+/// `FUNCTION FLUSH`) makes the next decision load it again, on every master at once: after
+/// one decision every master has it, replicas too, by replication.
+#[test]
+fn a_lost_function_library_is_loaded_on_every_master() {
+    let cluster = Cluster::start();
+    let limiter = RedisPolicyLimiter::new(Algorithm::Floating, "5/1s".parse().unwrap(), "lost")
+        .expect("a limiter");
+    let mut conn = cluster.connect();
+    assert!(limiter.hit(&mut conn, "a", 1_000, 1).unwrap().is_allowed());
+    let libraries = |cluster: &Cluster, port: u16| -> usize {
+        let listed: redis::Value = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .arg("LIBRARYNAME")
+            .arg("trickle_floating_*")
+            .query(&mut cluster.node(port))
+            .expect("FUNCTION LIST");
+        match listed {
+            redis::Value::Array(libraries) => libraries.len(),
+            other => panic!("FUNCTION LIST answered {other:?}"),
+        }
+    };
+    for master in cluster.masters() {
+        redis::cmd("FUNCTION")
+            .arg("FLUSH")
+            .exec(&mut cluster.node(master.port))
+            .expect("FUNCTION FLUSH");
+        assert_eq!(libraries(&cluster, master.port), 0, "flushed");
+    }
+    let decision = limiter.hit(&mut conn, "a", 1_001, 1).unwrap();
+    assert_eq!(decision.decisions()[0].used.to_string(), "2.000");
+    for master in cluster.masters() {
+        assert_eq!(
+            libraries(&cluster, master.port),
+            1,
+            "node {} of {:?}",
+            master.port,
+            cluster
+                .masters()
+                .iter()
+                .map(|m| (m.port, libraries(&cluster, m.port)))
+                .collect::<Vec<_>>()
+        );
+    }
+    // Every key, whichever master holds it, decides at once.
+    for key in ["b", "c", "d", "e", "f", "g"] {
+        assert!(limiter.hit(&mut conn, key, 1_002, 1).unwrap().is_allowed());
+    }
+}
+
 /// Decisions made on the busy key so far, and whether the move has ended.
 struct Progress {
     decided: AtomicUsize,

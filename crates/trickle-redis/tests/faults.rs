@@ -69,8 +69,8 @@ fn a_paused_server_times_out_and_decides_the_request_later() {
 }
 
 /// FLUSHALL (or an eviction) loses the buckets: the next decision starts from an empty
-/// one, which lets in up to N more. The script itself survives as far as callers can tell:
-/// `redis::Script` loads it again when EVALSHA says NOSCRIPT.
+/// one, which lets in up to N more. The Function library survives as far as callers can
+/// tell: the next decision loads it again when FCALL says "Function not found".
 #[test]
 fn a_flush_mid_run_starts_the_buckets_afresh() {
     let server = RedisServer::start();
@@ -81,7 +81,7 @@ fn a_flush_mid_run_starts_the_buckets_afresh() {
     }
     assert!(!bucket.hit(&mut conn, "k", 6, 1).unwrap().is_allowed());
     redis::cmd("FLUSHALL").exec(&mut conn).unwrap();
-    redis::cmd("SCRIPT").arg("FLUSH").exec(&mut conn).unwrap();
+    redis::cmd("FUNCTION").arg("FLUSH").exec(&mut conn).unwrap();
     let decision = bucket.hit(&mut conn, "k", 7, 1).unwrap();
     assert_eq!(decision.outcome, Outcome::Allowed);
     assert_eq!(decision.used.to_string(), "1.000");

@@ -1,6 +1,6 @@
 //! The floating window on a real redis-server: rows worked by hand (the core's own table,
 //! tests/floating_window.rs, where it needs only hits and limits Redis holds exactly), what
-//! the script writes and how long it keeps it, NOSCRIPT, Cluster slots (of every
+//! the script writes and how long it keeps it, a lost Function library, NOSCRIPT, Cluster slots (of every
 //! algorithm's keys), and the limits refused at construction.
 
 mod common;
@@ -181,11 +181,32 @@ fn state_expires_when_the_window_after_its_last_write_ends() {
     assert_denial_leaves_no_key(&mut conn, &bucket);
 }
 
+/// The Function library lost (`FUNCTION FLUSH`, as a restart without persistence loses
+/// it) is loaded again by the next decision, which then decides as if nothing happened.
 #[test]
-fn noscript_after_a_script_flush_is_recovered() {
+fn a_function_flush_is_recovered() {
     let server = RedisServer::start();
     let mut conn = server.connect();
     let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "flush").unwrap();
+    let mut core = FloatingWindow::new(limit("6/8s"));
+    for (t, flush) in [(0, false), (1_000, true), (2_000, false), (3_000, true)] {
+        if flush {
+            let () = redis::cmd("FUNCTION")
+                .arg("FLUSH")
+                .query(&mut conn)
+                .unwrap();
+        }
+        assert_eq!(bucket.hit(&mut conn, "k", t, 2).unwrap(), core.hit(t, 2));
+    }
+}
+
+/// A server without Functions (before Redis 7.0; here FCALL renamed away) runs the same
+/// text as a script, loaded again after a `SCRIPT FLUSH` answers NOSCRIPT.
+#[test]
+fn a_server_without_functions_runs_the_script() {
+    let server = RedisServer::start_with(&["--rename-command", "FCALL", ""]);
+    let mut conn = server.connect();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "script").unwrap();
     let mut core = FloatingWindow::new(limit("6/8s"));
     for (t, flush) in [(0, false), (1_000, true), (2_000, false), (3_000, true)] {
         if flush {
@@ -193,6 +214,8 @@ fn noscript_after_a_script_flush_is_recovered() {
         }
         assert_eq!(bucket.hit(&mut conn, "k", t, 2).unwrap(), core.hit(t, 2));
     }
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION").arg("LIST").query(&mut conn).unwrap();
+    assert!(libraries.is_empty(), "no library loaded: {libraries:?}");
 }
 
 #[test]

@@ -37,6 +37,14 @@ impl RedisServer {
         Self::start_in(dir, listen, Vec::new()).unwrap_or_else(|err| panic!("{err}"))
     }
 
+    /// Starts a redis-server on a Unix socket with `extra` configuration (`--name value`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let dir = Self::temp_dir();
+        let listen = Listen::Unix(dir.join("redis.sock"));
+        let extra = extra.iter().map(|arg| arg.to_string()).collect();
+        Self::start_in(dir, listen, extra).unwrap_or_else(|err| panic!("{err}"))
+    }
+
     /// Starts a redis-server on a Unix socket with Cluster support on, as one node holding
     /// no slot yet: enough for `CLUSTER KEYSLOT`, the server's own word on a key's slot
     /// (other commands answer CLUSTERDOWN until it is given slots).
@@ -533,7 +541,7 @@ pub fn past_exact_range(charged: &trickle_core::Decision) -> bool {
     scaled > 1 << 53
 }
 
-/// How many scripts the server has run (EVALSHA and EVAL), from `INFO commandstats`: how
+/// How many scripts the server has run (FCALL, EVALSHA and EVAL), from `INFO commandstats`: how
 /// many copies of a decision reached it.
 pub fn script_runs(conn: &mut redis::Connection) -> u64 {
     let info: String = redis::cmd("INFO")
@@ -541,7 +549,11 @@ pub fn script_runs(conn: &mut redis::Connection) -> u64 {
         .query(conn)
         .expect("INFO");
     info.lines()
-        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter(|line| {
+            ["cmdstat_fcall:", "cmdstat_evalsha:", "cmdstat_eval:"]
+                .iter()
+                .any(|command| line.starts_with(command))
+        })
         .filter_map(|line| {
             let calls = line.split_once("calls=")?.1;
             calls.split(',').next()?.parse::<u64>().ok()
