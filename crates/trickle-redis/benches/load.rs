@@ -30,15 +30,16 @@
 mod common;
 #[path = "support/figures.rs"]
 mod figures;
+#[path = "support/phase.rs"]
+mod phase;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
-use std::time::Instant;
 
 use common::RedisServer;
 use figures::{median_figures, target_dir, Figures};
+use phase::Phase;
 use redis::Connection;
 use trickle_core::Limit;
 
@@ -202,12 +203,6 @@ impl Load {
 }
 
 /// What one phase measured: every request's latency, and how many were admitted.
-struct Phase {
-    latencies_ns: Vec<u64>,
-    seconds: f64,
-    allowed: u64,
-}
-
 impl Phase {
     fn figures(self) -> Figures {
         Figures::from_ns(self.latencies_ns, self.seconds)
@@ -221,46 +216,7 @@ fn phase(
     count: usize,
     request: Request,
 ) -> Result<Phase, String> {
-    let start = Barrier::new(connections.len());
-    let runs = std::thread::scope(|scope| {
-        let threads: Vec<_> = connections
-            .iter_mut()
-            .map(|conn| {
-                let start = &start;
-                scope.spawn(move || {
-                    let mut latencies_ns = Vec::with_capacity(count);
-                    let mut allowed = 0;
-                    start.wait();
-                    let began = Instant::now();
-                    for _ in 0..count {
-                        let before = Instant::now();
-                        let admitted = request(conn, key)?;
-                        let elapsed = before.elapsed().as_nanos();
-                        latencies_ns.push(u64::try_from(elapsed).unwrap_or(u64::MAX));
-                        allowed += u64::from(admitted);
-                    }
-                    Ok::<_, String>((latencies_ns, allowed, began, Instant::now()))
-                })
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|thread| thread.join().expect("a load thread panicked"))
-            .collect::<Result<Vec<_>, String>>()
-    })?;
-    // From the first thread's first request to the last one's last answer.
-    let began = runs.iter().map(|run| run.2).min().expect("threads");
-    let ended = runs.iter().map(|run| run.3).max().expect("threads");
-    let mut phase = Phase {
-        latencies_ns: Vec::with_capacity(count * runs.len()),
-        seconds: ended.duration_since(began).as_secs_f64(),
-        allowed: 0,
-    };
-    for (latencies_ns, allowed, _, _) in runs {
-        phase.latencies_ns.extend(latencies_ns);
-        phase.allowed += allowed;
-    }
-    Ok(phase)
+    phase::run(connections, count, &|conn, _, _| request(conn, key))
 }
 
 /// How many of `total` requests of cost 1 at the frozen clock the in-process core admits.

@@ -23,16 +23,17 @@
 mod common;
 #[path = "support/figures.rs"]
 mod figures;
+#[path = "support/phase.rs"]
+mod phase;
 #[path = "../tests/redis_cluster/mod.rs"]
 mod redis_cluster;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::Barrier;
-use std::time::Instant;
 
 use common::RedisServer;
 use figures::{median_figures, target_dir, Figures};
+use phase::Phase;
 use redis::ConnectionLike;
 use redis_cluster::{Cluster, MASTERS};
 use trickle_core::{Algorithm, Limit};
@@ -75,12 +76,6 @@ fn incrby<C: ConnectionLike>(conn: &mut C, key: &str) -> Result<bool, String> {
         .map_err(|err| err.to_string())
 }
 
-struct Phase {
-    latencies_ns: Vec<u64>,
-    seconds: f64,
-    allowed: u64,
-}
-
 /// Every connection makes `count` requests at once, each on its own thread, on the keys
 /// `PREFIX-0` to `PREFIX-4095`.
 fn phase<C: ConnectionLike + Send>(
@@ -90,47 +85,9 @@ fn phase<C: ConnectionLike + Send>(
     request: Request<C>,
 ) -> Result<Phase, String> {
     let keys: Vec<String> = (0..KEYS).map(|i| format!("{prefix}-{i}")).collect();
-    let start = Barrier::new(connections.len());
-    let runs = std::thread::scope(|scope| {
-        let threads: Vec<_> = connections
-            .iter_mut()
-            .enumerate()
-            .map(|(thread, conn)| {
-                let (start, keys) = (&start, &keys);
-                scope.spawn(move || {
-                    let mut latencies_ns = Vec::with_capacity(count);
-                    let mut allowed = 0;
-                    start.wait();
-                    let began = Instant::now();
-                    for i in 0..count {
-                        let key = &keys[key_index(thread, i)];
-                        let before = Instant::now();
-                        let admitted = request(conn, key)?;
-                        let elapsed = before.elapsed().as_nanos();
-                        latencies_ns.push(u64::try_from(elapsed).unwrap_or(u64::MAX));
-                        allowed += u64::from(admitted);
-                    }
-                    Ok::<_, String>((latencies_ns, allowed, began, Instant::now()))
-                })
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|thread| thread.join().expect("a load thread panicked"))
-            .collect::<Result<Vec<_>, String>>()
-    })?;
-    let began = runs.iter().map(|run| run.2).min().expect("threads");
-    let ended = runs.iter().map(|run| run.3).max().expect("threads");
-    let mut phase = Phase {
-        latencies_ns: Vec::with_capacity(count * runs.len()),
-        seconds: ended.duration_since(began).as_secs_f64(),
-        allowed: 0,
-    };
-    for (latencies_ns, allowed, _, _) in runs {
-        phase.latencies_ns.extend(latencies_ns);
-        phase.allowed += allowed;
-    }
-    Ok(phase)
+    phase::run(connections, count, &|conn, thread, i| {
+        request(conn, &keys[key_index(thread, i)])
+    })
 }
 
 /// What the in-process core admits for the same requests: each key on its own limiter,
