@@ -148,12 +148,8 @@ impl Runner {
             });
         }
         let (text, max_scaled) = script(algorithm);
-        let name = match algorithm {
-            Algorithm::Floating => "floating",
-            Algorithm::Fixed => "fixed",
-            Algorithm::TokenBucket => "token_bucket",
-            Algorithm::SlidingLog => "sliding_log",
-        };
+        // A Function's name takes letters, digits and underscores only.
+        let name = algorithm.name().replace('-', "_");
         for limit in limits {
             if u128::from(limit.tokens()) * u128::from(limit.window_ms()) > max_scaled {
                 return Err(RedisLimitError::TooLarge {
@@ -168,7 +164,7 @@ impl Runner {
             prefix: prefix.to_string(),
             clock: Clock::Caller,
             settle_attempts: SETTLE_ATTEMPTS,
-            code: Arc::new(Code::new(name, text)),
+            code: Arc::new(Code::new(&name, text)),
         })
     }
 
