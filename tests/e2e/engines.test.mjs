@@ -3,7 +3,7 @@
 // W3C WebDriver (webdriver.mjs). A smoke test of what a reader does, on the release build as
 // `make site` lays it out: every widget gets ready, Hit pressed until a 429, the formula's
 // numbers, the Retry-After, and a token back once it has passed; and predict mode, right and
-// wrong predictions and the score, chosen and pressed from the keyboard. The page's clock is
+// wrong predictions and the score, chosen and pressed from the keyboard, then axe-core. The page's clock is
 // the engine's own (WebDriver has no fake one), so the wait is real: at most 8 s + 8/6 s.
 //
 // What each session reported (engine, version, driver) is written to target/e2e/engines.json;
@@ -11,7 +11,7 @@
 // the command that installs it.
 
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -25,7 +25,10 @@ const LIMIT = 6;
 /** The predict widget of the docs page, at the same limit. */
 const PREDICT = "rate-limit-demo[predict]";
 
-const { Key } = createRequire(import.meta.url)("selenium-webdriver");
+const require = createRequire(import.meta.url);
+const { Key } = require("selenium-webdriver");
+/** axe-core's browser build, run in the page by a script, as WebDriver runs any. */
+const AXE = require.resolve("axe-core/axe.min.js");
 
 let server;
 const ran = [];
@@ -40,6 +43,29 @@ after(async () => {
 
 // Run in the page, these read the shadow DOM with plain DOM calls: the engines' WebDriver
 // shadow-root commands differ, and a script is the same everywhere.
+
+/**
+ * axe-core's violations on the whole page, each rule with the nodes it found, as
+ * predict.test.mjs reads them in Chromium. Loads axe into the page first.
+ */
+function axeViolations(source, done) {
+  if (!("axe" in window)) {
+    const script = document.createElement("script");
+    script.textContent = source;
+    document.head.append(script);
+  }
+  window.axe
+    .run(document)
+    .then(({ violations }) =>
+      done(
+        violations.map((rule) => ({
+          id: rule.id,
+          nodes: rule.nodes.map((node) => `${node.target.join(" >>> ")}: ${node.failureSummary}`),
+        })),
+      ),
+    )
+    .catch((error) => done([{ id: "axe failed", nodes: [String(error)] }]));
+}
 
 /** Resolves with each widget's `ready` once the element is defined. */
 function allReady(done) {
@@ -281,6 +307,10 @@ for (const engine of ENGINES) {
       assert.match(decision.answer, /^✗ Wrong: you said 429, but 5(\.\d+)? of 6 tokens were free, enough for 1/);
       assert.match(decision.answer, /Score: 1 of 2 right\.$/);
       assert.equal(await text("score"), "Score: 1 of 2 right.");
+
+      // After a right and a wrong prediction, with the verdict and the score shown.
+      const axe = await readFile(AXE, "utf8");
+      assert.deepEqual(await driver.executeAsyncScript(axeViolations, axe), [], "axe-core's violations");
     });
   });
 }
