@@ -154,22 +154,30 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-# Two cores. First, in order, what the rest needs built or what is quick to fail: the JS unit
-# suites, formatting, clippy, the native tests compiled (not run), the API docs, the site and
-# the docs site. Then four lanes side by side, each printed whole when it ends:
-# - the native tests run (cargo lets go of the build folder while they run), then the
-#   registry dry runs and the declared Rust version, which build in the same target folder
-#   and so must not start before the doc tests have been compiled against it;
+# Two cores. First, in order, what is quick to fail and what the end-to-end suite needs
+# built: the JS unit suites, formatting, the site, the docs site and the debug CLI. Then four
+# lanes side by side:
+# - the end-to-end suite, two test files at a time (Chromium mostly waits on its pages), the
+#   longest lane, so it starts first and at full priority;
+# - clippy, the native tests compiled, the API docs, then the native tests run (at full
+#   priority: some time their servers) and those needing a tool from setup, then the registry dry runs and the declared Rust
+#   version, which build in the same target folder and so must not start before the doc
+#   tests have been compiled against it;
 # - the API's semver check (its own target folder), then the WebAssembly boundary tests;
-# - the loom model (its own target folder), then the Redis suites again on Valkey;
-# - the end-to-end suite, which keeps about one core busy (Chromium waits on its pages).
+# - the loom model (its own target folder), then the Redis suites again on Valkey.
 # Everything but the end-to-end suite and the native tests runs at the lowest priority, so the
-# browser's timings are not the ones that stretch. The lanes call the `-run` targets, which
-# build nothing: a package rebuilt while Chromium reads it would be a flaky test.
+# browser's timings are not the ones that stretch. The lanes build nothing the end-to-end
+# suite reads: a package rebuilt while Chromium reads it would be a flaky test.
+# Each lane writes to its own file, target/lanes/<lane>.log, printed whole when the lane ends:
+# no process of a lane holds the terminal or the CI's pipe, so none can leave it non-blocking
+# (a make writing a lane's output into such a pipe while the reader is behind fails with
+# "write error: stdout").
 # RUSTC_WRAPPER is passed on as this make read it: on a fresh machine sccache is installed
 # by setup-test after that, and the lanes would otherwise start its server themselves.
-test: setup-test sccache-server js-unit fmt clippy unit-build doc site docs
-	$(MAKE) -j4 --output-sync=target RUSTC_WRAPPER=$(RUSTC_WRAPPER) native-lane checks-low loom-low e2e-run
+LANES = e2e-lane native-lane checks-low loom-low
+test: setup-test sccache-server js-unit fmt site docs e2e-cli
+	@echo "four lanes: $(LANES), each printed when it ends (target/lanes/<lane>.log)"
+	$(MAKE) -j4 --no-print-directory RUSTC_WRAPPER=$(RUSTC_WRAPPER) $(LANES)
 
 # Started here, its output to /dev/null, rather than by the first rustc call, which would
 # hand it that call's stdout: a server that outlives `make test` must not hold the pipe a CI
@@ -179,17 +187,29 @@ sccache-server:
 	@if [ -n "$(RUSTC_WRAPPER)" ] && [ "$(RUSTC_WRAPPER)" = "$(SCCACHE)" ]; then \
 		$(SCCACHE) --start-server </dev/null >/dev/null 2>&1 || true; fi
 
-.PHONY: unit-build unit-run native-lane checks-low loom-low e2e-run clippy semver msrv \
+# A lane's commands, $(1), with their output in target/lanes/$@.log, then printed; the lane's
+# status is theirs.
+define lane
+	@mkdir -p target/lanes; { $(1); } >target/lanes/$@.log 2>&1; status=$$?; \
+		echo "==== lane $@ ($$([ $$status = 0 ] && echo passed || echo FAILED)) ===="; \
+		cat target/lanes/$@.log; exit $$status
+endef
+
+.PHONY: unit-build unit-run e2e-lane e2e-cli native-lane checks-low loom-low clippy semver msrv \
 	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run
+e2e-lane:
+	$(call lane,$(MAKE) -j1 --no-print-directory e2e-run)
+
 native-lane:
-	$(MAKE) -j1 --no-print-directory unit-run
-	nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy
+	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory clippy unit-build doc && \
+		$(MAKE) -j1 --no-print-directory unit-run tools-run && \
+		nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy)
 
 checks-low:
-	nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run
+	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run)
 
 loom-low:
-	nice -n 19 $(MAKE) -j1 --no-print-directory loom valkey-run
+	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory loom valkey-run)
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
@@ -320,19 +340,30 @@ publish-check-run:
 # The package, its tarball installed in a scratch project, the element and the docs page in
 # Debian's Chromium, Firefox ESR and WebKit; the docs site; the docs' client examples
 # (docs/src/clients/, the Rust one built by the test) against a local server that answers 429
-# with Retry-After; the widget's live mode against `trickle serve`: the debug build, which
-# `cargo test` has already made, rather than a release build (over a minute with LTO) that
-# only the tests would use; then serve's tests that need a tool from setup's
-# tests/recipes/.venv: the IETF fields (http-sf) and the OpenAPI document
-# (openapi-spec-validator).
-e2e: setup-test site docs
-	@$(MAKE) --no-print-directory e2e-run
+# with Retry-After; the widget's live mode against `trickle serve`: a debug build rather than
+# a release build (over a minute with LTO) that only the tests would use; then serve's tests
+# that need a tool from setup's tests/recipes/.venv: the IETF fields (http-sf) and the
+# OpenAPI document (openapi-spec-validator). Two test files run at a time.
+# Every cargo build of the suite has a target folder of its own, target/e2e-build: in
+# `make test` the native lane builds in target/ beside it, and would otherwise hold cargo's
+# lock on that folder for minutes, or replace the CLI while a test starts it.
+E2E_TARGET = $(CURDIR)/target/e2e-build
+e2e: setup-test site docs e2e-cli
+	@$(MAKE) --no-print-directory e2e-run tools-run
+
+e2e-cli:
+	CARGO_TARGET_DIR=$(E2E_TARGET) $(CARGO) build --locked -p trickle-cli
+	CARGO_TARGET_DIR=$(E2E_TARGET) $(CARGO) build --locked -p polite-client
 
 e2e-run:
-	$(CARGO) build --locked -p trickle-cli
-	TRICKLE=$(CURDIR)/target/debug/trickle npm test --prefix tests/e2e
-	$(CARGO) test --locked -p trickle-cli --test ietf -- --ignored
-	$(CARGO) test --locked -p trickle-cli --test openapi -- --ignored
+	CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/debug/trickle npm test --prefix tests/e2e
+
+# The IETF fields and OpenAPI tests, with unit-run's features so that after it they build
+# nothing: in `make test` they end the native lane's run.
+.PHONY: tools-run
+tools-run:
+	$(CARGO) test --locked --features trickle-tower/redis,trickle-redis/cluster \
+		--test ietf --test openapi -- --ignored
 
 # What a Redis Cluster failover costs (crates/trickle-cli/tests/serve_cluster.rs, which
 # `make test` runs too): a master SIGKILLed under two `trickle serve --redis-cluster`, one

@@ -29,13 +29,36 @@ rustdoc_json() {
 }
 crates=("$@")
 
-# The release's sources, as its tag or commit holds them.
-src=$out/baseline-src
-rm -rf "$src"
-mkdir -p "$src"
-git archive "$baseline" | tar -x -C "$src"
-
-rustdoc_json "$src" "$out/baseline"
+# The release's JSON is the same on every run for one toolchain: it is kept outside the clone,
+# under the release's commit, the toolchain's version, the crates and their features, so
+# that a new clone on a set-up machine builds only the current version's. A copy missing any
+# crate's file is built again, and stored by a rename, so a run cut off halfway leaves none.
+cache_key=$( { echo "$baseline"; rustc -vV; cargo semver-checks --version; echo "${crates[*]} all-features"; } |
+    sha256sum | cut -c1-16)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/trickle/semver-baseline/$cache_key
+cached() {
+    local crate
+    for crate in "${crates[@]}"; do
+        [ -s "$cache/${crate//-/_}.json" ] || return 1
+    done
+}
+rm -rf "$out/baseline"
+if cached; then
+    echo "semver: the release's rustdoc JSON from $cache" >&2
+    cp -r "$cache" "$out/baseline"
+else
+    # The release's sources, as its tag or commit holds them.
+    src=$out/baseline-src
+    rm -rf "$src"
+    mkdir -p "$src"
+    git archive "$baseline" | tar -x -C "$src"
+    rustdoc_json "$src" "$out/baseline"
+    mkdir -p "$(dirname "$cache")"
+    staged=$(mktemp -d "$cache.XXXXXX")
+    cp "$out/baseline"/*.json "$staged/"
+    rm -rf "$cache"
+    mv "$staged" "$cache"
+fi
 rustdoc_json "$PWD" "$out/current"
 
 status=0
