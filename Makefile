@@ -154,19 +154,20 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-# Two cores. First, in order, what is quick to fail and what the end-to-end suite needs
-# built: the JS unit suites, formatting, the site, the docs site and the debug CLI. Then four
-# lanes side by side:
-# - the end-to-end suite, two test files at a time (Chromium mostly waits on its pages), the
-#   longest lane, so it starts first and at full priority;
-# - clippy, the native tests compiled, the API docs, then the native tests run (at full
-#   priority: some time their servers) and those needing a tool from setup, then the registry dry runs and the declared Rust
-#   version, which build in the same target folder and so must not start before the doc
-#   tests have been compiled against it;
+# Two cores, and every step but the end-to-end suite keeps them busy. First, in order, what
+# the rest needs built or what is quick to fail: the JS unit suites, formatting, clippy, the
+# native tests compiled (not run), the API docs, the site and the docs site. Then four lanes
+# side by side:
+# - the end-to-end suite, two test files at a time (Chromium mostly waits on its pages);
+# - the native tests run, with those that need setup's Python tools, then the registry dry
+#   runs and the declared Rust version, which build in the same target folder and so must
+#   not start before the doc tests have been compiled against it;
 # - the API's semver check (its own target folder), then the WebAssembly boundary tests;
 # - the loom model (its own target folder), then the Redis suites again on Valkey.
-# Everything but the end-to-end suite and the native tests runs at the lowest priority, so the
-# browser's timings are not the ones that stretch. The lanes build nothing the end-to-end
+# Everything but the end-to-end suite and the tests that start servers (the native tests and
+# the Valkey run) runs at the lowest priority, so that the timings that stretch are none of
+# theirs: a server starved at nice 19 behind them answered after the 1 s `trickle serve`
+# waits for Redis, and the request was failed open. The lanes build nothing the end-to-end
 # suite reads: a package rebuilt while Chromium reads it would be a flaky test.
 # Each lane writes to its own file, target/lanes/<lane>.log, printed whole when the lane ends:
 # no process of a lane holds the terminal or the CI's pipe, so none can leave it non-blocking
@@ -175,7 +176,7 @@ docs: package
 # RUSTC_WRAPPER is passed on as this make read it: on a fresh machine sccache is installed
 # by setup-test after that, and the lanes would otherwise start its server themselves.
 LANES = e2e-lane native-lane checks-low loom-low
-test: setup-test sccache-server js-unit fmt site docs e2e-cli
+test: setup-test sccache-server js-unit fmt clippy unit-build doc site docs
 	@echo "four lanes: $(LANES), each printed when it ends (target/lanes/<lane>.log)"
 	$(MAKE) -j4 --no-print-directory RUSTC_WRAPPER=$(RUSTC_WRAPPER) $(LANES)
 
@@ -198,18 +199,18 @@ endef
 .PHONY: unit-build unit-run e2e-lane e2e-cli native-lane checks-low loom-low clippy semver msrv \
 	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run
 e2e-lane:
-	$(call lane,$(MAKE) -j1 --no-print-directory e2e-run)
+	$(call lane,$(MAKE) -j1 --no-print-directory e2e-cli e2e-run)
 
 native-lane:
-	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory clippy unit-build doc && \
-		$(MAKE) -j1 --no-print-directory unit-run tools-run && \
+	$(call lane,$(MAKE) -j1 --no-print-directory unit-run tools-run && \
 		nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy)
 
 checks-low:
 	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run)
 
 loom-low:
-	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory loom valkey-run)
+	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory loom && \
+		$(MAKE) -j1 --no-print-directory valkey-run)
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
 # needs one) and the scripts' own: Node alone, in seconds, nothing built first.
