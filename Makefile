@@ -156,8 +156,8 @@ docs: package
 
 # Two cores, and every step but the end-to-end suite keeps them busy. First, in order, what
 # the rest needs built or what is quick to fail: the JS unit suites, formatting, clippy, the
-# native tests compiled (not run), the API docs, the site and the docs site. Then four lanes
-# side by side:
+# native tests compiled (not run), the API docs, the site and the docs site, and a copy of
+# the CLI for the end-to-end suite. Then four lanes side by side:
 # - the end-to-end suite, two test files at a time (Chromium mostly waits on its pages);
 # - the native tests run, with those that need setup's Python tools, then the registry dry
 #   runs and the declared Rust version, which build in the same target folder and so must
@@ -176,7 +176,7 @@ docs: package
 # RUSTC_WRAPPER is passed on as this make read it: on a fresh machine sccache is installed
 # by setup-test after that, and the lanes would otherwise start its server themselves.
 LANES = e2e-lane native-lane checks-low loom-low
-test: setup-test sccache-server js-unit fmt clippy unit-build doc site docs
+test: setup-test sccache-server js-unit fmt clippy unit-build doc site docs e2e-cli
 	@echo "four lanes: $(LANES), each printed when it ends (target/lanes/<lane>.log)"
 	$(MAKE) -j4 --no-print-directory RUSTC_WRAPPER=$(RUSTC_WRAPPER) $(LANES)
 
@@ -199,7 +199,7 @@ endef
 .PHONY: unit-build unit-run e2e-lane e2e-cli native-lane checks-low loom-low clippy semver msrv \
 	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run
 e2e-lane:
-	$(call lane,$(MAKE) -j1 --no-print-directory e2e-cli e2e-run)
+	$(call lane,$(MAKE) -j1 --no-print-directory e2e-run)
 
 native-lane:
 	$(call lane,$(MAKE) -j1 --no-print-directory unit-run tools-run && \
@@ -345,19 +345,22 @@ publish-check-run:
 # a release build (over a minute with LTO) that only the tests would use; then serve's tests
 # that need a tool from setup's tests/recipes/.venv: the IETF fields (http-sf) and the
 # OpenAPI document (openapi-spec-validator). Two test files run at a time.
-# Every cargo build of the suite has a target folder of its own, target/e2e-build: in
-# `make test` the native lane builds in target/ beside it, and would otherwise hold cargo's
-# lock on that folder for minutes, or replace the CLI while a test starts it.
+# The suite's CLI is a copy of the one the native test build made (target/debug/trickle),
+# taken before the lanes start: the registry dry run in the native lane later builds the
+# packed CLI over that file. The suite's own cargo builds (the docs' Rust client) have a
+# target folder of their own, target/e2e-build, so that no lane holds cargo's lock on
+# target/ while a test waits for it.
 E2E_TARGET = $(CURDIR)/target/e2e-build
-e2e: setup-test site docs e2e-cli
-	@$(MAKE) --no-print-directory e2e-run tools-run
+e2e: setup-test site docs unit-build
+	@$(MAKE) --no-print-directory e2e-cli e2e-run tools-run
 
+.PHONY: e2e-cli
 e2e-cli:
-	CARGO_TARGET_DIR=$(E2E_TARGET) $(CARGO) build --locked -p trickle-cli
-	CARGO_TARGET_DIR=$(E2E_TARGET) $(CARGO) build --locked -p polite-client
+	@mkdir -p $(E2E_TARGET)
+	cp target/debug/trickle $(E2E_TARGET)/trickle
 
 e2e-run:
-	CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/debug/trickle npm test --prefix tests/e2e
+	CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle npm test --prefix tests/e2e
 
 # The IETF fields and OpenAPI tests, with unit-run's features so that after it they build
 # nothing: in `make test` they end the native lane's run.

@@ -303,6 +303,14 @@ export class LiveSession {
   #ietf;
   /** The IETF rows, made when the server first sends the IETF's fields. */
   #ietfRows = null;
+  /**
+   * The longest round trip of a press answered since the last reset, in ms. The server
+   * counted each earlier request at some moment inside its round trip, the model at one end
+   * of it; so a wait that hangs on when an earlier request was counted (the sliding log's
+   * oldest entry) may be that much longer or shorter at the server, and Retry-After and the
+   * IETF's `t`, whole seconds, may differ by as many seconds as that rounds up to.
+   */
+  #uncertainMs = 0;
   #body;
   #address;
   element;
@@ -367,6 +375,7 @@ export class LiveSession {
    */
   reset() {
     this.#abandon();
+    this.#uncertainMs = 0;
     if (this.#fixedId === null) this.#clientId = randomClientId();
     updateText(this.#address.id, this.#clientId);
     this.#show(null);
@@ -453,6 +462,7 @@ export class LiveSession {
     }
     const { server, raw, problems } = this.#read(response, url, t1 - t0);
     const outcome = this.#judge(server, requested, t0, t1);
+    this.#uncertainMs = Math.max(this.#uncertainMs, t1 - t0);
     this.#show(outcome, raw);
     if (problems.length === 0) {
       response.body?.cancel().catch(() => {});
@@ -666,7 +676,8 @@ export class LiveSession {
         const [longest, shortest] = ends.map((peeked) => (peeked.allowed ? 0 : peeked.retryAfter));
         const wait = server.retryAfter;
         compared.push("retry-after");
-        if (wait === null || wait < shortest || wait > longest) {
+        const slack = this.#slackSeconds();
+        if (wait === null || wait < shortest - slack || wait > longest + slack) {
           fields.push("retry-after");
           reasons.push(
             wait === null
@@ -690,8 +701,14 @@ export class LiveSession {
    * a number agrees anywhere between the model's at the two ends of the round trip; `t`
    * is compared when the model knows it.
    */
+  /** How many whole seconds a wait may differ by, for #uncertainMs. */
+  #slackSeconds() {
+    return Math.ceil(this.#uncertainMs / 1000);
+  }
+
   #judgeIetf(sent, ends, { compared, fields, reasons }) {
-    const between = (value, values) => value >= Math.min(...values) && value <= Math.max(...values);
+    const between = (value, values, slack = 0) =>
+      value >= Math.min(...values) - slack && value <= Math.max(...values) + slack;
     const quotas = this.#ietf.quotas;
     for (const [index, { name, q, w }] of quotas.entries()) {
       const field = `quota:${name}`;
@@ -714,7 +731,7 @@ export class LiveSession {
       const ts = [early.t, late.t].filter((t) => t !== null);
       const tAgrees =
         !tKnown ||
-        (own.t === null ? ts.length < 2 : ts.length > 0 && between(own.t, ts));
+        (own.t === null ? ts.length < 2 : ts.length > 0 && between(own.t, ts, this.#slackSeconds()));
       if (own.r === null || !between(own.r, [early.r, late.r]) || !tAgrees) {
         fields.push(rate);
         reasons.push(
