@@ -202,14 +202,14 @@ describe("against a server with the widget's limit", () => {
   it("with ESI's costs, charges each status what the server does; Reset starts both buckets afresh", async () => {
     const widget = "#esi";
     const { page, problems, close } = await openLive(
-      `<rate-limit-demo id="esi" limit="6/8s" costs="esi" endpoint="${api.url}/fittings"></rate-limit-demo>`,
+      `<rate-limit-demo id="esi" limit="6/10m" costs="esi" endpoint="${api.url}/fittings-long"></rate-limit-demo>`,
     );
     // The model runs the core's flow on the server's answers: reserve 1, settle at the price.
     const ok = await press(page, widget, 200);
     assert.deepEqual(ok.mismatches, []);
-    assert.deepEqual([ok.server.status, ok.server.remaining, ok.server.used, ok.server.group], [200, 4, 2, "fittings"]);
+    assert.deepEqual([ok.server.status, ok.server.remaining, ok.server.used, ok.server.group], [200, 4, 2, "fittings-long"]);
     assert.deepEqual([ok.status, ok.reserved, ok.cost, ok.used], [200, 1, 2, 2]);
-    assert.equal(ok.server.url, `${api.url}/fittings?status=200`, "the button's status is asked for");
+    assert.equal(ok.server.url, `${api.url}/fittings-long?status=200`, "the button's status is asked for");
     // A 404 costs 5: charged after answering, past the limit.
     const missing = await press(page, widget, 404);
     assert.deepEqual(missing.mismatches, []);
