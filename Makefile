@@ -158,7 +158,8 @@ docs: package
 # the rest needs built or what is quick to fail: the JS unit suites, formatting, clippy, the
 # native tests compiled (not run), the API docs, the site and the docs site, and a copy of
 # the CLI for the end-to-end suite. Then four lanes side by side:
-# - the end-to-end suite, two test files at a time (Chromium mostly waits on its pages);
+# - the end-to-end suite, one test file at a time (two at once failed timed tests on a
+#   loaded machine: a policy test in ciQ, a live one in ciP);
 # - the native tests run, with those that need setup's Python tools, then the registry dry
 #   runs and the declared Rust version, which build in the same target folder and so must
 #   not start before the doc tests have been compiled against it;
@@ -344,7 +345,7 @@ publish-check-run:
 # with Retry-After; the widget's live mode against `trickle serve`: a debug build rather than
 # a release build (over a minute with LTO) that only the tests would use; then serve's tests
 # that need a tool from setup's tests/recipes/.venv: the IETF fields (http-sf) and the
-# OpenAPI document (openapi-spec-validator). Two test files run at a time.
+# OpenAPI document (openapi-spec-validator).
 # The suite's CLI is a copy of the one the native test build made (target/debug/trickle),
 # taken before the lanes start: the registry dry run in the native lane later builds the
 # packed CLI over that file. The suite's own cargo builds (the docs' Rust client) have a
