@@ -158,8 +158,8 @@ docs: package
 # the rest needs built or what is quick to fail: the JS unit suites, formatting, clippy, the
 # native tests compiled (not run), the API docs, the site and the docs site, and a copy of
 # the CLI for the end-to-end suite. Then four lanes side by side:
-# - the end-to-end suite, one test file at a time (two at once failed timed tests on a
-#   loaded machine: a policy test in ciQ, a live one in ciP);
+# - the end-to-end suite, one test file at a time: some of its tests press on the real clock,
+#   and with two files at once on a loaded machine their presses ran late;
 # - the native tests run, with those that need setup's Python tools, then the registry dry
 #   runs and the declared Rust version, which build in the same target folder and so must
 #   not start before the doc tests have been compiled against it;

@@ -694,6 +694,11 @@ export class LiveSession {
     return { decision, server, model, fields: Object.freeze(fields), compared, message };
   }
 
+  /** How many whole seconds a wait may differ by, for #uncertainMs. */
+  #slackSeconds() {
+    return Math.ceil(this.#uncertainMs / 1000);
+  }
+
   /**
    * The IETF fields, limit by limit, by name: `quota:<name>`, the quota and window
    * (RateLimit-Policy's `q` and `w`), always; `ratelimit:<name>`, what is left and when more
@@ -701,11 +706,6 @@ export class LiveSession {
    * a number agrees anywhere between the model's at the two ends of the round trip; `t`
    * is compared when the model knows it.
    */
-  /** How many whole seconds a wait may differ by, for #uncertainMs. */
-  #slackSeconds() {
-    return Math.ceil(this.#uncertainMs / 1000);
-  }
-
   #judgeIetf(sent, ends, { compared, fields, reasons }) {
     const between = (value, values, slack = 0) =>
       value >= Math.min(...values) - slack && value <= Math.max(...values) + slack;
