@@ -154,17 +154,20 @@ docs: package
 	mdbook build docs
 	@echo "the docs site: target/docs/index.html"
 
-# Two cores, and every step but the end-to-end suite keeps them busy. First, in order, what
-# the rest needs built or what is quick to fail: the JS unit suites, formatting, clippy, the
-# native tests compiled (not run), the API docs, the site and the docs site, and a copy of
-# the CLI for the end-to-end suite. Then four lanes side by side:
+# Two cores, and the end-to-end suite is the longest thing on them: everything else is
+# arranged so that it starts as early as it can and never waits. First, in order, what it
+# needs built or what is quick to fail: the JS unit suites, formatting, the native tests
+# compiled (not run; the CLI the suite starts is one of their builds), the API docs, the
+# site and the docs site, and a copy of the CLI for the end-to-end suite. Then four lanes
+# side by side:
 # - the end-to-end suite, one test file at a time: some of its tests press on the real clock,
 #   and with two files at once on a loaded machine their presses ran late;
 # - the native tests run, with those that need setup's Python tools, then the registry dry
 #   runs and the declared Rust version, which build in the same target folder and so must
 #   not start before the doc tests have been compiled against it;
 # - the API's semver check (its own target folder), then the WebAssembly boundary tests;
-# - the loom model (its own target folder), then the Redis suites again on Valkey.
+# - clippy (checks only: it writes no file any other lane reads), the loom model (its own
+#   target folder), then the Redis suites again on Valkey.
 # Everything but the end-to-end suite and the tests that start servers (the native tests and
 # the Valkey run) runs at the lowest priority, so that the timings that stretch are none of
 # theirs: a server starved at nice 19 behind them answered after the 1 s `trickle serve`
@@ -176,8 +179,8 @@ docs: package
 # "write error: stdout").
 # RUSTC_WRAPPER is passed on as this make read it: on a fresh machine sccache is installed
 # by setup-test after that, and the lanes would otherwise start its server themselves.
-LANES = e2e-lane native-lane checks-low loom-low
-test: setup-test sccache-server js-unit fmt clippy unit-build doc site docs e2e-cli
+LANES = e2e-lane native-lane semver-wasm-lane clippy-loom-valkey-lane
+test: setup-test sccache-server js-unit fmt unit-build doc site docs e2e-cli
 	@echo "four lanes: $(LANES), each printed when it ends (target/lanes/<lane>.log)"
 	$(MAKE) -j4 --no-print-directory RUSTC_WRAPPER=$(RUSTC_WRAPPER) $(LANES)
 
@@ -197,7 +200,7 @@ define lane
 		cat target/lanes/$@.log; exit $$status
 endef
 
-.PHONY: unit-build unit-run e2e-lane e2e-cli native-lane checks-low loom-low clippy semver msrv \
+.PHONY: unit-build unit-run e2e-lane e2e-cli native-lane semver-wasm-lane clippy-loom-valkey-lane clippy semver msrv \
 	publish-check-run msrv-after-clippy wasm-node-run wasm-browser-run
 e2e-lane:
 	$(call lane,$(MAKE) -j1 --no-print-directory e2e-run)
@@ -206,11 +209,11 @@ native-lane:
 	$(call lane,$(MAKE) -j1 --no-print-directory unit-run tools-run && \
 		nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy)
 
-checks-low:
+semver-wasm-lane:
 	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory semver wasm-node-run wasm-browser-run)
 
-loom-low:
-	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory loom && \
+clippy-loom-valkey-lane:
+	$(call lane,nice -n 19 $(MAKE) -j1 --no-print-directory clippy loom && \
 		$(MAKE) -j1 --no-print-directory valkey-run)
 
 # The tests beside the widget's pure modules (www/src/*.test.js, on a fake core where a module
@@ -249,12 +252,12 @@ MSRV = $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv: setup-test
 	$(CARGO) +$(MSRV).0 check --locked --workspace --all-targets --features trickle-tower/redis,trickle-redis/cluster
 
-# In `make test`, clippy has already checked every crate and target, with these features, on
+# In `make test`, clippy checks every crate and target, with these features, on
 # the default toolchain (and the loom lane builds trickle-loom): when that toolchain is the
 # declared version, the check would repeat it, over a minute of `make test`.
 msrv-after-clippy:
 	@if [ "$$(rustc --version | cut -d' ' -f2)" = "$(MSRV).0" ]; then \
-		echo "msrv: the default toolchain is Rust $(MSRV).0, the declared version, which clippy has built everything with"; \
+		echo "msrv: the default toolchain is Rust $(MSRV).0, the declared version, which clippy checks everything with"; \
 	else $(MAKE) --no-print-directory msrv; fi
 
 # Unit, integration, CLI, Redis (a private redis-server each test starts; a Redis Cluster
