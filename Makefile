@@ -162,9 +162,10 @@ docs: package
 # side by side:
 # - the end-to-end suite, one test file at a time: some of its tests press on the real clock,
 #   and with two files at once on a loaded machine their presses ran late;
-# - the native tests run, with those that need setup's Python tools, then the registry dry
-#   runs and the declared Rust version, which build in the same target folder and so must
-#   not start before the doc tests have been compiled against it;
+# - the native tests run, with those that need setup's Python tools, and the end-to-end
+#   files that mostly sleep (E2E_APART), then the registry dry runs and the declared Rust
+#   version, which build in the same target folder and so must not start before the doc
+#   tests have been compiled against it;
 # - the API's semver check (its own target folder), then the WebAssembly boundary tests;
 # - clippy (checks only: it writes no file any other lane reads), the loom model (its own
 #   target folder), then the Redis suites again on Valkey.
@@ -206,7 +207,7 @@ e2e-lane:
 	$(call lane,$(MAKE) -j1 --no-print-directory e2e-run)
 
 native-lane:
-	$(call lane,$(MAKE) -j1 --no-print-directory unit-run tools-run && \
+	$(call lane,$(MAKE) -j1 --no-print-directory unit-run tools-run e2e-apart-run && \
 		nice -n 19 $(MAKE) -j1 --no-print-directory publish-check-run msrv-after-clippy)
 
 semver-wasm-lane:
@@ -356,15 +357,27 @@ publish-check-run:
 # target/ while a test waits for it.
 E2E_TARGET = $(CURDIR)/target/e2e-build
 e2e: setup-test site docs unit-build
-	@$(MAKE) --no-print-directory e2e-cli e2e-run tools-run
+	@$(MAKE) --no-print-directory e2e-cli e2e-run e2e-apart-run tools-run
 
 .PHONY: e2e-cli
 e2e-cli:
 	@mkdir -p $(E2E_TARGET)
 	cp target/debug/trickle $(E2E_TARGET)/trickle
 
+# The suite's files that start no browser and spend most of their time asleep on the real
+# clock (the docs' clients wait out each Retry-After and back off for real: over half a
+# minute), and whose timings allow any lateness: `make test` runs them in the native lane,
+# beside the rest of the suite rather than in its line.
+E2E_APART = clients.test.mjs
+E2E_FILES = $(filter-out $(E2E_APART),$(sort $(notdir $(wildcard tests/e2e/*.test.mjs))))
+.PHONY: e2e-apart-run
 e2e-run:
-	CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle npm test --prefix tests/e2e
+	cd tests/e2e && CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle \
+		node --test --test-concurrency=1 $(E2E_FILES)
+
+e2e-apart-run:
+	cd tests/e2e && CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle \
+		node --test --test-concurrency=1 $(E2E_APART)
 
 # The IETF fields and OpenAPI tests, with unit-run's features so that after it they build
 # nothing: in `make test` they end the native lane's run.
