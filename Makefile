@@ -408,6 +408,15 @@ failover-valkey: setup-test
 	@node scripts/figures.mjs record failover-valkey "make failover-valkey" \
 		target/failover-valkey.json
 
+# How long the README's two commands take a newcomer (scripts/newcomer.sh), each from a new
+# clone of HEAD: `make demo` on a machine as fresh as a HOME of its own makes it, `make test`
+# on this machine as setup left it; docs/figures/newcomer.json, for docs/src/contributing.md.
+.PHONY: newcomer
+newcomer: setup-test
+	@mkdir -p target
+	scripts/newcomer.sh target/newcomer.json
+	@node scripts/figures.mjs record newcomer "make newcomer" target/newcomer.json
+
 # The fuzz target (fuzz/) under libFuzzer, FUZZ_TIME seconds per target; `make test` runs the
 # same invariants as a seeded smoke (tests/fuzz_smoke.rs). fuzz/run.sh installs the nightly
 # toolchain and cargo-fuzz it needs when they are missing.
