@@ -370,14 +370,15 @@ e2e-cli:
 # beside the rest of the suite rather than in its line.
 E2E_APART = clients.test.mjs
 E2E_FILES = $(filter-out $(E2E_APART),$(sort $(notdir $(wildcard tests/e2e/*.test.mjs))))
-.PHONY: e2e-apart-run
+# The suite's runner, one file at a time, given the files to run.
+E2E_NODE = cd tests/e2e && CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle \
+	node --test --test-concurrency=1
+.PHONY: e2e-run e2e-apart-run
 e2e-run:
-	cd tests/e2e && CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle \
-		node --test --test-concurrency=1 $(E2E_FILES)
+	$(E2E_NODE) $(E2E_FILES)
 
 e2e-apart-run:
-	cd tests/e2e && CARGO_TARGET_DIR=$(E2E_TARGET) TRICKLE=$(E2E_TARGET)/trickle \
-		node --test --test-concurrency=1 $(E2E_APART)
+	$(E2E_NODE) $(E2E_APART)
 
 # The IETF fields and OpenAPI tests, with unit-run's features so that after it they build
 # nothing: in `make test` they end the native lane's run.
