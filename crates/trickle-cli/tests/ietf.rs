@@ -6,7 +6,8 @@
 //! `PolicyLimiter` under the same flow (reserve 1, then settle at ESI's price for the status)
 //! at the time it sent it. Fixed windows make the mirror exact: each request is sent well
 //! inside every window (never within 150 ms of a boundary), so the server, deciding a few ms
-//! later, decides in the same windows on the same counts. Only `t`, the seconds until more
+//! later, decides in the same windows on the same counts; an attempt with a round trip that
+//! outlasted its window anyway starts over on fresh buckets. Only `t`, the seconds until more
 //! quota comes back, moves with the clock: it must lie between the mirror's at the request's
 //! sending and at its answer.
 //!
@@ -21,7 +22,10 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use binary::{client, now_ms, wait_inside_windows, ConfigFile, Http, Reply, Server};
+use binary::{
+    client, in_one_window_each, now_ms, wait_inside_windows, within_windows, ConfigFile, Http,
+    Reply, Server, Straddled,
+};
 use serde_json::{json, Value};
 use trickle_core::flow::Pricing;
 use trickle_core::ietf::{self, QuotaUnit};
@@ -62,12 +66,13 @@ fn send(
     client_id: &str,
     count: usize,
     seen: &mut Vec<Seen>,
-) {
+) -> Result<(), Straddled> {
     let pricing = Pricing::esi();
     for _ in 0..count {
         let sent = now_ms();
         let reply = http.get(&format!("{}/{group}", server.url), &client(client_id));
         let answered = now_ms();
+        within_windows(mirror.policy(), sent, answered)?;
         let ticket = Reservation::new_ticket();
         let reserve = Op::Reserve { ticket };
         let mut late_mirror = mirror.clone();
@@ -99,6 +104,7 @@ fn send(
             late,
         });
     }
+    Ok(())
 }
 
 /// The repository's root.
@@ -208,23 +214,29 @@ fn parsers_nobody_here_wrote_read_the_fields_as_the_core_decided() {
     let config = ConfigFile::new(CONFIG);
     let server = Server::start(&config, &[]);
     let http = Http::new();
-    let mut seen = Vec::new();
+    // Each attempt on fresh buckets: an abandoned one's requests were counted.
+    let seen = in_one_window_each(|attempt| {
+        let mut seen = Vec::new();
+        // One limit: 4 tokens an hour, a success costing 2: two in, then 429s.
+        let single: Policy = "4/1h".parse().unwrap();
+        let mut mirror = PolicyLimiter::with_algorithm(Algorithm::Fixed, single.clone());
+        wait_inside_windows(&single, 2_000);
+        let one = format!("one-{attempt}");
+        send(&http, &server, "single", &mut mirror, &one, 3, &mut seen)?;
 
-    // One limit: 4 tokens an hour, a success costing 2: two in, then 429s.
-    let single: Policy = "4/1h".parse().unwrap();
-    let mut mirror = PolicyLimiter::with_algorithm(Algorithm::Fixed, single.clone());
-    wait_inside_windows(&single, 2_000);
-    send(&http, &server, "single", &mut mirror, "one", 3, &mut seen);
-
-    // Two limits: the burst refuses the second request of each second, until the hour's
-    // 6 tokens are spent (three seconds of one success each); then the hour refuses.
-    let pair: Policy = "burst=2/1s 6/1h".parse().unwrap();
-    let mut mirror = PolicyLimiter::with_algorithm(Algorithm::Fixed, pair.clone());
-    for _ in 0..4 {
-        wait_inside_windows(&pair, 300);
-        send(&http, &server, "pair", &mut mirror, "two", 2, &mut seen);
-        thread::sleep(Duration::from_millis(1_000 - now_ms() % 1_000));
-    }
+        // Two limits: the burst refuses the second request of each second, until the
+        // hour's 6 tokens are spent (three seconds of one success each); then the hour
+        // refuses.
+        let pair: Policy = "burst=2/1s 6/1h".parse().unwrap();
+        let mut mirror = PolicyLimiter::with_algorithm(Algorithm::Fixed, pair.clone());
+        let two = format!("two-{attempt}");
+        for _ in 0..4 {
+            wait_inside_windows(&pair, 300);
+            send(&http, &server, "pair", &mut mirror, &two, 2, &mut seen)?;
+            thread::sleep(Duration::from_millis(1_000 - now_ms() % 1_000));
+        }
+        Ok(seen)
+    });
 
     let answered_by: Vec<(&str, u16, Option<usize>)> = seen
         .iter()

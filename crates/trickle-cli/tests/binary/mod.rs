@@ -500,3 +500,45 @@ pub fn wait_inside_windows(policy: &Policy, needed_ms: u64) {
         thread::sleep(Duration::from_millis(wait));
     }
 }
+
+/// A request whose round trip ended in another window of some limit than it began in: the
+/// server decided somewhere between, and a mirror of its decision cannot know where.
+#[derive(Debug)]
+pub struct Straddled {
+    pub sent: u64,
+    pub answered: u64,
+}
+
+/// `Err` when a request sent at `sent` and answered at `answered` crossed a window boundary
+/// of some limit of `policy`: on a loaded machine a round trip can outlast the margins
+/// [`wait_inside_windows`] leaves.
+pub fn within_windows(policy: &Policy, sent: u64, answered: u64) -> Result<(), Straddled> {
+    let crossed = policy
+        .limits()
+        .any(|limit| sent / limit.window_ms() != answered / limit.window_ms());
+    if crossed {
+        return Err(Straddled { sent, answered });
+    }
+    Ok(())
+}
+
+/// Runs a timed scenario until one attempt has every request inside its windows, up to
+/// three attempts. Each attempt gets its own number to name fresh buckets by, as the
+/// requests of an abandoned one were still counted; every request that did not straddle
+/// was checked in full, so only the attempt's shape is in doubt, never a decision.
+pub fn in_one_window_each<T>(mut attempt: impl FnMut(usize) -> Result<T, Straddled>) -> T {
+    let mut straddled = Vec::new();
+    for number in 0..3 {
+        match attempt(number) {
+            Ok(done) => return done,
+            Err(round_trip) => {
+                eprintln!("attempt {number} abandoned: {round_trip:?} crossed a window");
+                straddled.push(round_trip);
+            }
+        }
+    }
+    panic!(
+        "every attempt had a round trip cross a window boundary, the machine too loaded to \
+         time requests inside windows: {straddled:?}"
+    )
+}
