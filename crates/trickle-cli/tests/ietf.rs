@@ -68,11 +68,14 @@ fn send(
     seen: &mut Vec<Seen>,
 ) -> Result<(), Straddled> {
     let pricing = Pricing::esi();
+    // The requests are sent to fall in the same windows, so all are answered within the
+    // windows of the first one's sending.
+    let first_sent = now_ms();
     for _ in 0..count {
         let sent = now_ms();
         let reply = http.get(&format!("{}/{group}", server.url), &client(client_id));
         let answered = now_ms();
-        within_windows(mirror.policy(), sent, answered)?;
+        within_windows(mirror.policy(), first_sent, answered)?;
         let ticket = Reservation::new_ticket();
         let reserve = Op::Reserve { ticket };
         let mut late_mirror = mirror.clone();
@@ -230,11 +233,15 @@ fn parsers_nobody_here_wrote_read_the_fields_as_the_core_decided() {
         let pair: Policy = "burst=2/1s 6/1h".parse().unwrap();
         let mut mirror = PolicyLimiter::with_algorithm(Algorithm::Fixed, pair.clone());
         let two = format!("two-{attempt}");
+        wait_inside_windows(&pair, 300);
+        let began = now_ms();
         for _ in 0..4 {
             wait_inside_windows(&pair, 300);
             send(&http, &server, "pair", &mut mirror, &two, 2, &mut seen)?;
             thread::sleep(Duration::from_millis(1_000 - now_ms() % 1_000));
         }
+        // And every second of them in one hour.
+        within_windows(&"6/1h".parse().unwrap(), began, now_ms())?;
         Ok(seen)
     });
 

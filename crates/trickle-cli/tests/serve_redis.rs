@@ -523,13 +523,17 @@ fn two_servers_on_one_redis_decide_a_policy_as_the_core_does() {
         let id = format!("both-{attempt}");
         let mut core = PolicyLimiter::with_algorithm(Algorithm::Fixed, policy.clone());
         let mut seen = Vec::new();
+        wait_inside_windows(&policy, 300);
+        let began = now_ms();
         for second in 0..4 {
             wait_inside_windows(&policy, 300);
+            // A second's three requests are meant for one second: each is answered in it.
+            let first_sent = now_ms();
             for turn in 0..3 {
                 let server = &servers[(second + turn) % 2];
                 let sent = now_ms();
                 let reply = http.get(&format!("{}/pair", server.url), &client(&id));
-                within_windows(&policy, sent, now_ms())?;
+                within_windows(&policy, first_sent, now_ms())?;
                 // The server's flow, in the core: reserve 1, then settle at what a 2XX
                 // costs (1).
                 let ticket = Reservation::new_ticket();
@@ -563,6 +567,8 @@ fn two_servers_on_one_redis_decide_a_policy_as_the_core_does() {
             }
             thread::sleep(Duration::from_millis(1_000 - now_ms() % 1_000));
         }
+        // And the four seconds in one hour.
+        within_windows(&"5/1h".parse().unwrap(), began, now_ms())?;
         Ok(seen)
     });
     assert_eq!(

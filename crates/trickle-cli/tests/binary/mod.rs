@@ -501,17 +501,17 @@ pub fn wait_inside_windows(policy: &Policy, needed_ms: u64) {
     }
 }
 
-/// A request whose round trip ended in another window of some limit than it began in: the
-/// server decided somewhere between, and a mirror of its decision cannot know where.
+/// Requests that ended in another window of some limit than they began in: the server
+/// decided somewhere between, and a mirror of its decisions cannot know where.
 #[derive(Debug)]
 pub struct Straddled {
     pub sent: u64,
     pub answered: u64,
 }
 
-/// `Err` when a request sent at `sent` and answered at `answered` crossed a window boundary
-/// of some limit of `policy`: on a loaded machine a round trip can outlast the margins
-/// [`wait_inside_windows`] leaves.
+/// `Err` when requests meant for the same windows, the first sent at `sent` and the last
+/// answered at `answered`, crossed a window boundary of some limit of `policy`: on a loaded
+/// machine round trips can outlast the margins [`wait_inside_windows`] leaves.
 pub fn within_windows(policy: &Policy, sent: u64, answered: u64) -> Result<(), Straddled> {
     let crossed = policy
         .limits()
