@@ -51,6 +51,14 @@ local function decide(call_keys, args)
     local limits = (#numbers / 8 - 5) / 2
     local pending = keys[limits * keys_per_limit + 1]
 
+    if limits == 1 and op == 'hit' and not report_next and hit_alone then
+        local tokens, window = struct.unpack('<dd', numbers, 41)
+        local reply = hit_alone(keys[1], tokens, window)
+        if reply then
+            return reply
+        end
+    end
+
     local buckets = {}
     for i = 1, limits do
         local tokens, window = struct.unpack('<dd', numbers, 25 + 16 * i)

@@ -15,6 +15,20 @@
 local keys_per_limit = 1
 local FORMAT, SIZE = '<dddd', 32
 
+-- The counters as stored at `counted`, rolled to the window of `at`, and how far `at` is
+-- into that window.
+local function roll(at, window, counted, previous, current)
+    local elapsed = fmod(at, window)
+    local start = at - elapsed
+    if counted < start then
+        if start - counted <= window then
+            return current, 0, elapsed
+        end
+        return 0, 0, elapsed
+    end
+    return previous, current, elapsed
+end
+
 local function open(first, tokens, window)
     local key = keys[first]
     local stored_previous, stored_current, counted, seen =
@@ -23,18 +37,7 @@ local function open(first, tokens, window)
     counted, seen = counted or 0, seen or 0
 
     local at, ahead = decided_at(seen)
-
-    -- Roll the counters from the window of `counted` to the window of `at`.
-    local previous, current = stored_previous, stored_current
-    local elapsed = fmod(at, window)
-    local start = at - elapsed
-    if counted < start then
-        if start - counted <= window then
-            previous, current = current, 0
-        else
-            previous, current = 0, 0
-        end
-    end
+    local previous, current, elapsed = roll(at, window, counted, stored_previous, stored_current)
 
     -- The counters of the window of `at` count until the end of the window after it, 2W − e
     -- from now (at most 2^53, as W ≤ 2^52); a write of `seen` alone keeps counters of that
@@ -59,13 +62,12 @@ local function save(b)
 end
 
 -- The first offset into a window at which `spent` tokens of the window before leave room
--- for `room` (scaled) is W − min(floor(room / spent), W).
-local function wait(b, c)
-    local tokens, window, elapsed = b.tokens, b.window, b.elapsed
-    local current = b.current
+-- for `room` (scaled) is W − min(floor(room / spent), W). The ms from `elapsed` into the
+-- window until a request of c tokens fits, under the rolled counters.
+local function wait_of(tokens, window, elapsed, previous, current, c)
     if current <= tokens - c then
         -- The room the previous window's tokens leave, as they slide out.
-        local share = floor_div((tokens - current - c) * window, b.previous)
+        local share = floor_div((tokens - current - c) * window, previous)
         if share > window then
             share = window
         end
@@ -81,6 +83,10 @@ local function wait(b, c)
         share = window
     end
     return (window - elapsed) + (window - share)
+end
+
+local function wait(b, c)
+    return wait_of(b.tokens, b.window, b.elapsed, b.previous, b.current, c)
 end
 
 local function spend(b, more)
@@ -121,4 +127,34 @@ end
 
 local function counters(b)
     return 1, b.previous, b.current, b.elapsed
+end
+
+-- One limit's hit, as open, the judge, spend and note decide and write it (prelude.lua).
+hit_alone = function(key, tokens, window)
+    local stored = redis.pcall('GET', key)
+    local stored_previous, stored_current, counted, seen = 0, 0, 0, 0
+    if type(stored) == 'string' and #stored == SIZE then
+        stored_previous, stored_current, counted, seen = struct.unpack(FORMAT, stored)
+    elseif stored then
+        return nil
+    end
+    local at, ahead = decided_at(seen)
+    local previous, current, elapsed = roll(at, window, counted, stored_previous, stored_current)
+    local used = previous * (window - elapsed) + current * window
+    local holds = 2 * window - elapsed
+    local outcome, waited = 0, 0
+    if cost > tokens then
+        outcome = 2
+    elseif cost > 0 and used > (tokens - cost) * window then
+        outcome, waited = 1, wait_of(tokens, window, elapsed, previous, current, cost)
+    end
+    if outcome == 0 and cost > 0 then
+        current = current + cost
+        used = used + cost * window
+        store(key, holds, ahead, FORMAT, previous, current, at, at)
+    elseif at > seen then
+        store(key, holds, ahead, FORMAT, stored_previous, stored_current, counted, at)
+    end
+    return struct.pack('<ddddddddd', outcome, used, at, waited, now, 1, previous, current,
+        elapsed)
 end

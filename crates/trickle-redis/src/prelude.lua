@@ -167,3 +167,12 @@ end
 --   adjust(b, s, n)  applies a settle's difference (`changed`), and writes the bucket;
 --   counters(b)      for the reply: 1 and the floating window's previous, current and
 --                    elapsed, or 0, 0, 0, 0.
+--
+-- It may also set `hit_alone(key, tokens, window)`: a hit against one limit whose bucket
+-- is KEYS[1], decided and written as open, the judge in decide.lua, spend and note would,
+-- in straight-line code with no table, returning the reply decide.lua would pack; or nil,
+-- having written nothing, when the key holds anything but a bucket of the current layout,
+-- for decide.lua to decide as usual. One limit's hit is the call made most (every
+-- RedisLimiter::hit), and the tables and calls of the general path cost as much as its
+-- arithmetic and GET; tests/parity.rs holds both paths to the core.
+local hit_alone
