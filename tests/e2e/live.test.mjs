@@ -496,6 +496,62 @@ describe("a press whose answer changes during its round trip", () => {
     await close();
     server.free();
   });
+
+  it("agrees on a later press when the server counted an earlier one at its answer's end", async () => {
+    const server = new Limiter({ limit: "6/8s" });
+    const START = 80_000; // a window boundary
+    let page;
+    let decideAt = START;
+    let answerAt = null;
+    const answer = async (route) => {
+      if (answerAt !== null) await page.clock.setFixedTime(answerAt);
+      const decision = server.respond(decideAt, 1, 1);
+      const headers = {
+        "x-ratelimit-limit": "6/8s",
+        "x-ratelimit-remaining": String(decision.remaining),
+        "x-ratelimit-used": String(decision.cost),
+      };
+      if (!decision.allowed) headers["retry-after"] = String(decision.retryAfter);
+      await route.fulfill({ status: decision.status, headers, body: "" });
+    };
+    let problems;
+    let close;
+    ({ page, problems, close } = await openLive(
+      `<rate-limit-demo id="recounted" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
+      { clock: true, routes: [["**/api/flat", answer]] },
+    ));
+    await page.clock.setFixedTime(START);
+    for (let n = 0; n < 5; n++) assert.deepEqual((await press(page, "#recounted")).mismatches, []);
+
+    // The sixth leaves 10 ms before the window ends and the server counts it 10 ms after, in
+    // the next window; both ends let it in, so the model counts it when it left.
+    const boundary = START + 8_000;
+    await page.clock.setFixedTime(boundary - 10);
+    decideAt = boundary + 10;
+    answerAt = boundary + 20;
+    const sixth = await press(page, "#recounted");
+    assert.deepEqual([sixth.server.status, sixth.mismatches, sixth.t], [200, [], boundary - 10]);
+
+    // 1.4 s on, the model (six in the window before) lets a seventh in: 6 × 6600 / 8000 + 1
+    // = 5.95 ≤ 6. The server (five there, one in this window) refuses it: 5 × 6600 / 8000 +
+    // 1 + 1 = 6.125. Counting the sixth at its answer instead, the model refuses it too.
+    await page.clock.setFixedTime(boundary + 1_400);
+    decideAt = boundary + 1_400;
+    answerAt = null;
+    const seventh = await press(page, "#recounted");
+    assert.equal(seventh.server.status, 429);
+    assert.deepEqual([seventh.allowed, seventh.mismatches], [false, []], "the sixth recounted, as the server counted it");
+    assert.equal(await page.locator('#recounted [part~="remaining"]').textContent(), "0 of 6 left");
+    // And the model now holds what the server does: at 1.6 s one fits both.
+    await page.clock.setFixedTime(boundary + 1_600);
+    decideAt = boundary + 1_600;
+    const eighth = await press(page, "#recounted");
+    assert.deepEqual([eighth.server.status, eighth.allowed, eighth.mismatches], [200, true, []]);
+    assert.deepEqual(await mismatches(page), [], "no mismatch event");
+    await assertPageUnharmed(page, problems);
+    await close();
+    server.free();
+  });
 });
 
 describe("a request that gets no usable answer is explained as text", () => {

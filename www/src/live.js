@@ -21,6 +21,12 @@ export { styles };
 export const TIMEOUT_MS = 10_000;
 /** Presses that may wait behind one in flight; more are refused, as text. */
 const MAX_WAITING = 4;
+/**
+ * How many earlier presses a differing press may find counted at the wrong end of their
+ * round trips (#recount): the newest are the ones whose count can still tip a press, as a
+ * reader presses a few times a window.
+ */
+const RECOUNTED = 4;
 
 /** The rows of the table, in order: the field's name in events, and what the server sends. */
 const ROWS = [
@@ -311,6 +317,13 @@ export class LiveSession {
    * IETF's `t`, whole seconds, may differ by as many seconds as that rounds up to.
    */
   #uncertainMs = 0;
+  /**
+   * The presses the model was charged for since the last reset, in order: when each
+   * request left and its answer came (t0, t1), when the model counted it (t, one of the
+   * two), and what it reserved and was charged; so that the model can be built again with
+   * one of them counted at the other end (#recount).
+   */
+  #charged = [];
   #body;
   #address;
   element;
@@ -376,6 +389,7 @@ export class LiveSession {
   reset() {
     this.#abandon();
     this.#uncertainMs = 0;
+    this.#charged = [];
     if (this.#fixedId === null) this.#clientId = randomClientId();
     updateText(this.#address.id, this.#clientId);
     this.#show(null);
@@ -461,7 +475,9 @@ export class LiveSession {
       return null;
     }
     const { server, raw, problems } = this.#read(response, url, t1 - t0);
-    const outcome = this.#judge(server, requested, t0, t1);
+    let outcome = this.#judge(server, requested, t0, t1);
+    if (outcome.fields.length > 0) outcome = this.#recount(outcome, () => this.#judge(server, requested, t0, t1));
+    this.#charged.push(outcome.charged);
     this.#uncertainMs = Math.max(this.#uncertainMs, t1 - t0);
     this.#show(outcome, raw);
     if (problems.length === 0) {
@@ -625,6 +641,7 @@ export class LiveSession {
     // The IETF fields at both ends, asked before the model is charged.
     const ietfEnds = server.ietf ? this.#ietf.ends({ peeks: ends, t0, t1, cost, charge, serverAllowed }) : null;
     const decision = Object.freeze(answered(limiter.respond(t, cost, charge), handled));
+    const charged = Object.freeze({ t, t0, t1, reserve: cost, charge });
     const model = Object.freeze({
       status: decision.status,
       limit: this.#esiLimit(decision),
@@ -691,7 +708,43 @@ export class LiveSession {
     const message = fields.length
       ? `They differ. ${reasons.join(" ")}`
       : "The server agrees with the model.";
-    return { decision, server, model, fields: Object.freeze(fields), compared, message };
+    return { decision, server, model, fields: Object.freeze(fields), compared, message, charged };
+  }
+
+  /**
+   * A press that differs from the server may differ only because the model counted an
+   * earlier press at one end of its round trip while the server counted it somewhere
+   * between: across a window boundary, in another window. So each of the last RECOUNTED
+   * earlier presses, newest first, is counted at the other end of its round trip instead,
+   * the model built again from the presses since the reset, and this press judged again
+   * (`judge`, which charges it); the first that makes it agree is kept. If none does, the
+   * model is built back as it was and `first`, the press's judgement on it, stands.
+   */
+  #recount(first, judge) {
+    const limiter = this.#limiter;
+    const charged = this.#charged;
+    const replay = (moved) => {
+      limiter.reset();
+      for (const [index, { t, t0, t1, reserve, charge }] of charged.entries()) {
+        const at = index === moved ? (t === t0 ? t1 : t0) : t;
+        limiter.respond(at, reserve, charge);
+      }
+    };
+    const oldest = Math.max(0, charged.length - RECOUNTED);
+    for (let index = charged.length - 1; index >= oldest; index--) {
+      const { t, t0, t1 } = charged[index];
+      if (t0 === t1) continue;
+      replay(index);
+      const outcome = judge();
+      if (outcome.fields.length === 0) {
+        charged[index] = { ...charged[index], t: t === t0 ? t1 : t0 };
+        return outcome;
+      }
+    }
+    replay(-1);
+    const { t, reserve, charge } = first.charged;
+    limiter.respond(t, reserve, charge);
+    return first;
   }
 
   /** How many whole seconds a wait may differ by, for #uncertainMs. */
