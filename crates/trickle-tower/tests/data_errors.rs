@@ -28,9 +28,10 @@ fn limiter(prefix: &str) -> RedisPolicyLimiter {
 
 fn redis_backend(runtime: &tokio::runtime::Runtime, redis: &RedisServer, prefix: &str) -> Redis {
     let client = redis::Client::open(redis.address()).expect("a client for the test's Redis");
+    // Long enough that a Redis starved of CPU on a loaded machine is not an outage.
     let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_millis(500)))
-        .set_response_timeout(Some(Duration::from_millis(500)))
+        .set_connection_timeout(Some(Duration::from_secs(5)))
+        .set_response_timeout(Some(Duration::from_secs(5)))
         .set_number_of_retries(1);
     let conn = runtime
         .block_on(ConnectionManager::new_with_config(client, config))

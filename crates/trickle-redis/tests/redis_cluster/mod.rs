@@ -19,10 +19,14 @@ use crate::common::{check_server_named, free_port, server_binary, INSTALL_HINT};
 /// How many masters hold the slots; each has one replica.
 pub const MASTERS: usize = 3;
 
-/// How long a node may be silent before the others count it failed, in ms: short, so that
-/// a failover test waits about a second for its replica's promotion rather than Redis's
-/// default of fifteen.
+/// How long a node may be silent before the others count it failed, in ms, in a cluster of
+/// its own (`Cluster::start`): short, so that a failover test waits about a second for its
+/// replica's promotion rather than Redis's default of fifteen.
 pub const NODE_TIMEOUT_MS: u64 = 1_000;
+
+/// The same for the shared cluster, where no test kills a node: long enough that a node
+/// starved of CPU on a loaded machine is not failed over, and some writes lost, mid-test.
+const SHARED_NODE_TIMEOUT_MS: u64 = 10_000;
 
 pub struct Cluster {
     nodes: Mutex<Vec<Node>>,
@@ -66,14 +70,19 @@ impl Cluster {
         if let Some(cluster) = shared.upgrade() {
             return cluster;
         }
-        let cluster = Arc::new(Cluster::start());
+        let cluster = Arc::new(Cluster::start_with(SHARED_NODE_TIMEOUT_MS));
         *shared = Arc::downgrade(&cluster);
         cluster
     }
 
     /// Six nodes, three masters with a replica each, every slot served and every replica
-    /// in sync; panics with what to do when redis-server is not installed.
+    /// in sync, failing a silent node over after `NODE_TIMEOUT_MS`; panics with what to do
+    /// when redis-server is not installed.
     pub fn start() -> Cluster {
+        Cluster::start_with(NODE_TIMEOUT_MS)
+    }
+
+    fn start_with(node_timeout_ms: u64) -> Cluster {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "trickle-cluster-{}-{}",
@@ -87,7 +96,7 @@ impl Cluster {
             dir,
         };
         for index in 0..MASTERS * 2 {
-            let node = start_node(&cluster.dir.join(format!("node-{index}")));
+            let node = start_node(&cluster.dir.join(format!("node-{index}")), node_timeout_ms);
             cluster.lock().push(node);
         }
         let addresses: Vec<String> = cluster
@@ -288,7 +297,7 @@ fn cli_binary() -> String {
 
 /// A node in cluster mode in `dir`, on a free port, its bus on another: tried again on new
 /// ports when another process took one first.
-fn start_node(dir: &Path) -> Node {
+fn start_node(dir: &Path, node_timeout_ms: u64) -> Node {
     std::fs::create_dir_all(dir).expect("create a node's folder");
     let binary = server_binary();
     for _ in 0..5 {
@@ -303,7 +312,7 @@ fn start_node(dir: &Path) -> Node {
                 "nodes.conf",
             ])
             .args(["--cluster-port", &bus.to_string()])
-            .args(["--cluster-node-timeout", &NODE_TIMEOUT_MS.to_string()])
+            .args(["--cluster-node-timeout", &node_timeout_ms.to_string()])
             // A replica takes over however long it was cut off: the tests kill masters of
             // a cluster that has just started.
             .args(["--cluster-replica-validity-factor", "0"])
