@@ -433,35 +433,44 @@ describe("against a server of both dialects", () => {
   });
 });
 
+/**
+ * A stand-in server at 6/8s, answered by Playwright on the page's own origin, on the page's
+ * fake clock: the test says when each request leaves (the page's clock), when the server
+ * decides it (`timing.decideAt`) and when its answer comes back (`timing.answerAt`, or null
+ * to leave the clock where it is). `open(html)` opens the widget in front of it.
+ */
+function standIn(start) {
+  const server = new Limiter({ limit: "6/8s" });
+  const timing = { decideAt: start, answerAt: null };
+  let page;
+  const answer = async (route) => {
+    if (timing.answerAt !== null) await page.clock.setFixedTime(timing.answerAt);
+    // The core's flow: reserve 1, then settle the answer at 1.
+    const decision = server.respond(timing.decideAt, 1, 1);
+    const headers = {
+      "x-ratelimit-limit": "6/8s",
+      "x-ratelimit-remaining": String(decision.remaining),
+      "x-ratelimit-used": String(decision.cost),
+    };
+    if (!decision.allowed) headers["retry-after"] = String(decision.retryAfter);
+    await route.fulfill({ status: decision.status, headers, body: "" });
+  };
+  const open = async (html) => {
+    const opened = await openLive(html, { clock: true, routes: [["**/api/flat", answer]] });
+    page = opened.page;
+    await page.clock.setFixedTime(start);
+    return opened;
+  };
+  return { server, timing, open };
+}
+
 describe("a press whose answer changes during its round trip", () => {
   it("agrees when the server's answer is the model's at either end", async () => {
-    // A stand-in server at 6/8s, answered by Playwright on the page's own origin, on the
-    // page's fake clock: the test says when each request leaves, when the server decides it
-    // and when its answer comes back.
-    const server = new Limiter({ limit: "6/8s" });
     const START = 80_000; // a window boundary
-    let page;
-    let decideAt = START;
-    let answerAt = null;
-    const answer = async (route) => {
-      if (answerAt !== null) await page.clock.setFixedTime(answerAt);
-      // The core's flow: reserve 1, then settle the answer at 1.
-      const decision = server.respond(decideAt, 1, 1);
-      const headers = {
-        "x-ratelimit-limit": "6/8s",
-        "x-ratelimit-remaining": String(decision.remaining),
-        "x-ratelimit-used": String(decision.cost),
-      };
-      if (!decision.allowed) headers["retry-after"] = String(decision.retryAfter);
-      await route.fulfill({ status: decision.status, headers, body: "" });
-    };
-    let problems;
-    let close;
-    ({ page, problems, close } = await openLive(
+    const { server, timing, open } = standIn(START);
+    const { page, problems, close } = await open(
       `<rate-limit-demo id="timed" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
-      { clock: true, routes: [["**/api/flat", answer]] },
-    ));
-    await page.clock.setFixedTime(START);
+    );
     for (let n = 0; n < 6; n++) assert.deepEqual((await press(page, "#timed")).mismatches, []);
 
     // Six spent in [80 s, 88 s): in the next window one fits again once
@@ -470,8 +479,8 @@ describe("a press whose answer changes during its round trip", () => {
     // at 1340, when the model lets it in too. Judged at the press alone, a mismatch.
     const boundary = START + 8_000;
     await page.clock.setFixedTime(boundary + 1_330);
-    decideAt = boundary + 1_336;
-    answerAt = boundary + 1_340;
+    timing.decideAt = boundary + 1_336;
+    timing.answerAt = boundary + 1_340;
     const straddling = await press(page, "#timed");
     assert.equal(straddling.server.status, 200);
     assert.deepEqual(straddling.mismatches, [], "no mismatch: the model lets it in by the time the answer is back");
@@ -481,13 +490,13 @@ describe("a press whose answer changes during its round trip", () => {
     // The same press answered 429 agrees too: the model refused it when it left.
     await page.evaluate(() => document.getElementById("timed").reset());
     server.reset();
-    decideAt = START;
-    answerAt = null;
+    timing.decideAt = START;
+    timing.answerAt = null;
     await page.clock.setFixedTime(START);
     for (let n = 0; n < 6; n++) await press(page, "#timed");
     await page.clock.setFixedTime(boundary + 1_330);
-    decideAt = boundary + 1_332;
-    answerAt = boundary + 1_340;
+    timing.decideAt = boundary + 1_332;
+    timing.answerAt = boundary + 1_340;
     const refused = await press(page, "#timed");
     assert.equal(refused.server.status, 429);
     assert.deepEqual(refused.mismatches, [], "no mismatch: the model refused it when it left");
@@ -498,37 +507,19 @@ describe("a press whose answer changes during its round trip", () => {
   });
 
   it("agrees on a later press when the server counted an earlier one at its answer's end", async () => {
-    const server = new Limiter({ limit: "6/8s" });
     const START = 80_000; // a window boundary
-    let page;
-    let decideAt = START;
-    let answerAt = null;
-    const answer = async (route) => {
-      if (answerAt !== null) await page.clock.setFixedTime(answerAt);
-      const decision = server.respond(decideAt, 1, 1);
-      const headers = {
-        "x-ratelimit-limit": "6/8s",
-        "x-ratelimit-remaining": String(decision.remaining),
-        "x-ratelimit-used": String(decision.cost),
-      };
-      if (!decision.allowed) headers["retry-after"] = String(decision.retryAfter);
-      await route.fulfill({ status: decision.status, headers, body: "" });
-    };
-    let problems;
-    let close;
-    ({ page, problems, close } = await openLive(
+    const { server, timing, open } = standIn(START);
+    const { page, problems, close } = await open(
       `<rate-limit-demo id="recounted" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
-      { clock: true, routes: [["**/api/flat", answer]] },
-    ));
-    await page.clock.setFixedTime(START);
+    );
     for (let n = 0; n < 5; n++) assert.deepEqual((await press(page, "#recounted")).mismatches, []);
 
     // The sixth leaves 10 ms before the window ends and the server counts it 10 ms after, in
     // the next window; both ends let it in, so the model counts it when it left.
     const boundary = START + 8_000;
     await page.clock.setFixedTime(boundary - 10);
-    decideAt = boundary + 10;
-    answerAt = boundary + 20;
+    timing.decideAt = boundary + 10;
+    timing.answerAt = boundary + 20;
     const sixth = await press(page, "#recounted");
     assert.deepEqual([sixth.server.status, sixth.mismatches, sixth.t], [200, [], boundary - 10]);
 
@@ -536,15 +527,15 @@ describe("a press whose answer changes during its round trip", () => {
     // = 5.95 ≤ 6. The server (five there, one in this window) refuses it: 5 × 6600 / 8000 +
     // 1 + 1 = 6.125. Counting the sixth at its answer instead, the model refuses it too.
     await page.clock.setFixedTime(boundary + 1_400);
-    decideAt = boundary + 1_400;
-    answerAt = null;
+    timing.decideAt = boundary + 1_400;
+    timing.answerAt = null;
     const seventh = await press(page, "#recounted");
     assert.equal(seventh.server.status, 429);
     assert.deepEqual([seventh.allowed, seventh.mismatches], [false, []], "the sixth recounted, as the server counted it");
     assert.equal(await page.locator('#recounted [part~="remaining"]').textContent(), "0 of 6 left");
     // And the model now holds what the server does: at 1.6 s one fits both.
     await page.clock.setFixedTime(boundary + 1_600);
-    decideAt = boundary + 1_600;
+    timing.decideAt = boundary + 1_600;
     const eighth = await press(page, "#recounted");
     assert.deepEqual([eighth.server.status, eighth.allowed, eighth.mismatches], [200, true, []]);
     assert.deepEqual(await mismatches(page), [], "no mismatch event");
