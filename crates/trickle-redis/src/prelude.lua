@@ -174,5 +174,7 @@ end
 -- having written nothing, when the key holds anything but a bucket of the current layout,
 -- for decide.lua to decide as usual. One limit's hit is the call made most (every
 -- RedisLimiter::hit), and the tables and calls of the general path cost as much as its
--- arithmetic and GET; tests/parity.rs holds both paths to the core.
+-- arithmetic and GET. The parity tests hold the straight-line hit to the core, the policy
+-- and settle tests the general path, and floating_window.rs the fallback from one to the
+-- other.
 local hit_alone

@@ -165,6 +165,50 @@ fn a_request_that_spends_nothing_leaves_the_counters_alone() {
     assert_eq!(after, expected);
 }
 
+/// A bucket that trickle-redis 0.2 wrote as a hash decides as the same numbers in a string
+/// do (the one-limit hit reads it on the general path), stays a hash while nothing is
+/// written, and is a string from its first write on.
+#[test]
+fn a_bucket_written_as_a_hash_decides_as_its_string_does() {
+    let server = RedisServer::start();
+    let mut conn = server.connect();
+    let bucket = RedisLimiter::new(Algorithm::Floating, limit("6/8s"), "layout").unwrap();
+    for t in [0, 1_000, 2_000, 9_000, 10_000] {
+        assert!(bucket.hit(&mut conn, "string", t, 1).unwrap().is_allowed());
+    }
+    let old = bucket.redis_key("hash");
+    let fields = stored(&mut conn, &bucket.redis_key("string"));
+    let mut hset = redis::cmd("HSET");
+    hset.arg(&old);
+    for (name, value) in &fields {
+        hset.arg(name).arg(value);
+    }
+    let _: () = hset.query(&mut conn).expect("HSET");
+    let kind = |conn: &mut redis::Connection| -> String {
+        redis::cmd("TYPE").arg(&old).query(conn).expect("TYPE")
+    };
+
+    // At the latest time seen, denied (3 × 6/8 + 2 + 5 > 6), too large, and free: nothing
+    // written, so still a hash. Then admitted, and written as a string.
+    for (t, cost, layout) in [
+        (10_000, 5, "hash"),
+        (10_000, 7, "hash"),
+        (10_000, 0, "hash"),
+        (10_000, 1, "string"),
+        (11_000, 1, "string"),
+        (11_000, 1, "string"),
+    ] {
+        let fresh = bucket.hit(&mut conn, "string", t, cost).unwrap();
+        let read = bucket.hit(&mut conn, "hash", t, cost).unwrap();
+        assert_eq!(read, fresh, "at {t}, cost {cost}");
+        assert_eq!(kind(&mut conn), layout, "after the hit at {t}, cost {cost}");
+    }
+    assert_eq!(
+        stored(&mut conn, &old),
+        stored(&mut conn, &bucket.redis_key("string"))
+    );
+}
+
 #[test]
 fn state_expires_when_the_window_after_its_last_write_ends() {
     let server = RedisServer::start();
