@@ -437,14 +437,21 @@ describe("against a server of both dialects", () => {
  * A stand-in server at 6/8s, answered by Playwright on the page's own origin, on the page's
  * fake clock: the test says when each request leaves (the page's clock), when the server
  * decides it (`timing.decideAt`) and when its answer comes back (`timing.answerAt`, or null
- * to leave the clock where it is). `open(html)` opens the widget in front of it.
+ * to leave the clock where it is); `timing.refuse` makes it refuse whatever its bucket
+ * holds. `open(html)` opens the widget in front of it.
  */
 function standIn(start) {
   const server = new Limiter({ limit: "6/8s" });
-  const timing = { decideAt: start, answerAt: null };
+  const timing = { decideAt: start, answerAt: null, refuse: false };
   let page;
   const answer = async (route) => {
     if (timing.answerAt !== null) await page.clock.setFixedTime(timing.answerAt);
+    if (timing.refuse) {
+      // A server that refuses whatever its bucket holds.
+      const headers = { "x-ratelimit-limit": "6/8s", "x-ratelimit-remaining": "0", "x-ratelimit-used": "0", "retry-after": "1" };
+      await route.fulfill({ status: 429, headers, body: "" });
+      return;
+    }
     // The core's flow: reserve 1, then settle the answer at 1.
     const decision = server.respond(timing.decideAt, 1, 1);
     const headers = {
@@ -539,6 +546,31 @@ describe("a press whose answer changes during its round trip", () => {
     const eighth = await press(page, "#recounted");
     assert.deepEqual([eighth.server.status, eighth.allowed, eighth.mismatches], [200, true, []]);
     assert.deepEqual(await mismatches(page), [], "no mismatch event");
+    await assertPageUnharmed(page, problems);
+    await close();
+    server.free();
+  });
+
+  it("still flags a server that decides otherwise, whatever the recount", async () => {
+    const START = 80_000; // a window boundary
+    const { server, timing, open } = standIn(START);
+    const { page, problems, close } = await open(
+      `<rate-limit-demo id="refusing" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
+    );
+    // A first press across the boundary, counted by the model when it left: one the recount
+    // may move. Then a server that refuses with five tokens left.
+    const boundary = START + 8_000;
+    await page.clock.setFixedTime(boundary - 10);
+    timing.decideAt = boundary + 10;
+    timing.answerAt = boundary + 20;
+    const first = await press(page, "#refusing");
+    assert.deepEqual([first.server.status, first.mismatches, first.t], [200, [], boundary - 10]);
+    await page.clock.setFixedTime(boundary + 100);
+    timing.answerAt = null;
+    timing.refuse = true;
+    const refused = await press(page, "#refusing");
+    assert.deepEqual([refused.server.status, refused.allowed, refused.mismatches], [429, true, ["status"]]);
+    assert.equal((await mismatches(page)).length, 1, "one mismatch event");
     await assertPageUnharmed(page, problems);
     await close();
     server.free();

@@ -27,6 +27,8 @@ const MAX_WAITING = 4;
  * reader presses a few times a window.
  */
 const RECOUNTED = 4;
+/** The fields whose agreement can hang on when the server counted earlier presses. */
+const TIMED_FIELDS = new Set(["status", "remaining", "retry-after"]);
 
 /** The rows of the table, in order: the field's name in events, and what the server sends. */
 const ROWS = [
@@ -641,7 +643,7 @@ export class LiveSession {
     // The IETF fields at both ends, asked before the model is charged.
     const ietfEnds = server.ietf ? this.#ietf.ends({ peeks: ends, t0, t1, cost, charge, serverAllowed }) : null;
     const decision = Object.freeze(answered(limiter.respond(t, cost, charge), handled));
-    const charged = Object.freeze({ t, t0, t1, reserve: cost, charge });
+    const charged = Object.freeze({ t, t0, t1, reserve: cost, charge, allowed: decision.allowed });
     const model = Object.freeze({
       status: decision.status,
       limit: this.#esiLimit(decision),
@@ -713,31 +715,36 @@ export class LiveSession {
 
   /**
    * A press that differs from the server may differ only because the model counted an
-   * earlier press at one end of its round trip while the server counted it somewhere
-   * between: across a window boundary, in another window. So each of the last RECOUNTED
-   * earlier presses, newest first, is counted at the other end of its round trip instead,
-   * the model built again from the presses since the reset, and this press judged again
-   * (`judge`, which charges it); the first that makes it agree is kept. If none does, the
-   * model is built back as it was and `first`, the press's judgement on it, stands.
+   * earlier press when its request left while the server counted it later in its round
+   * trip: across a window boundary, in another window. So each of the last RECOUNTED
+   * earlier presses the model counted at departure, newest first, is counted at its answer
+   * instead, the model built again from the presses since the reset, and this press judged
+   * again (`judge`, which charges it); the first that makes it agree is kept. A count that
+   * changes the answer to any earlier press is not the server's (that answer was compared
+   * already) and is not tried further. Fields that do not hang on when presses were counted
+   * (the limit, what a status costs, the IETF quotas) are not recounted. If nothing agrees,
+   * the model is built back as it was and `first`, the press's judgement on it, stands.
    */
   #recount(first, judge) {
+    if (!first.fields.every((field) => TIMED_FIELDS.has(field) || field.startsWith("ratelimit:"))) return first;
     const limiter = this.#limiter;
     const charged = this.#charged;
+    /** Charges every press again, `moved` at its answer; whether each was answered as before. */
     const replay = (moved) => {
       limiter.reset();
-      for (const [index, { t, t0, t1, reserve, charge }] of charged.entries()) {
-        const at = index === moved ? (t === t0 ? t1 : t0) : t;
-        limiter.respond(at, reserve, charge);
+      let same = true;
+      for (const [index, { t, t1, reserve, charge, allowed }] of charged.entries()) {
+        same = limiter.respond(index === moved ? t1 : t, reserve, charge).allowed === allowed && same;
       }
+      return same;
     };
     const oldest = Math.max(0, charged.length - RECOUNTED);
     for (let index = charged.length - 1; index >= oldest; index--) {
       const { t, t0, t1 } = charged[index];
-      if (t0 === t1) continue;
-      replay(index);
+      if (t !== t0 || t1 === t0 || !replay(index)) continue;
       const outcome = judge();
       if (outcome.fields.length === 0) {
-        charged[index] = { ...charged[index], t: t === t0 ? t1 : t0 };
+        charged[index] = { ...charged[index], t: t1 };
         return outcome;
       }
     }
