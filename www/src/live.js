@@ -643,7 +643,7 @@ export class LiveSession {
     // The IETF fields at both ends, asked before the model is charged.
     const ietfEnds = server.ietf ? this.#ietf.ends({ peeks: ends, t0, t1, cost, charge, serverAllowed }) : null;
     const decision = Object.freeze(answered(limiter.respond(t, cost, charge), handled));
-    const charged = Object.freeze({ t, t0, t1, reserve: cost, charge, allowed: decision.allowed });
+    const charged = Object.freeze({ t, t0, t1, reserve: cost, charge, allowed: decision.allowed, remaining: decision.remaining });
     const model = Object.freeze({
       status: decision.status,
       limit: this.#esiLimit(decision),
@@ -720,8 +720,9 @@ export class LiveSession {
    * earlier presses the model counted at departure, newest first, is counted at its answer
    * instead, the model built again from the presses since the reset, and this press judged
    * again (`judge`, which charges it); the first that makes it agree is kept. A count that
-   * changes the answer to any earlier press is not the server's (that answer was compared
-   * already) and is not tried further. Fields that do not hang on when presses were counted
+   * changes the answer to any earlier press (whether it was let in, and for the presses
+   * after the moved one what was left) is not the server's, whose answers were compared
+   * already, and is not tried further. Fields that do not hang on when presses were counted
    * (the limit, what a status costs, the IETF quotas) are not recounted. If nothing agrees,
    * the model is built back as it was and `first`, the press's judgement on it, stands.
    */
@@ -729,12 +730,16 @@ export class LiveSession {
     if (!first.fields.every((field) => TIMED_FIELDS.has(field) || field.startsWith("ratelimit:"))) return first;
     const limiter = this.#limiter;
     const charged = this.#charged;
-    /** Charges every press again, `moved` at its answer; whether each was answered as before. */
+    /**
+     * Charges every press again, `moved` at its answer; whether each was answered as before:
+     * `moved` let in or refused as it was, each later one with the same tokens left too.
+     */
     const replay = (moved) => {
       limiter.reset();
       let same = true;
-      for (const [index, { t, t1, reserve, charge, allowed }] of charged.entries()) {
-        same = limiter.respond(index === moved ? t1 : t, reserve, charge).allowed === allowed && same;
+      for (const [index, { t, t1, reserve, charge, allowed, remaining }] of charged.entries()) {
+        const again = limiter.respond(index === moved ? t1 : t, reserve, charge);
+        same &&= again.allowed === allowed && (index <= moved || again.remaining === remaining);
       }
       return same;
     };
