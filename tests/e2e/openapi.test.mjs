@@ -1,5 +1,5 @@
 // Widgets that take their limit from `trickle serve`'s own /openapi.json (`openapi` and
-// `route`), in Debian's Chromium against the real server (fixtures/openapi.toml: a group of
+// `route`), in Debian's Chromium against the real server (fixtures/openapi.toml: groups of
 // one limit and a group of two), which this file starts on free ports and stops; the pages
 // are files beside a copy of the site, the API another origin, as in live.test.mjs.
 //
@@ -96,10 +96,10 @@ describe("a widget given trickle serve's OpenAPI document", () => {
     );
     const { page } = opened;
     assert.deepEqual(opened.ready, [true]);
-    assert.equal(await text(page, "#market .limit-code"), "6/8s", "the document's limit, none written");
+    assert.equal(await text(page, "#market .limit-code"), "6/10m", "the document's limit, none written");
     assert.equal(
       await text(page, '#market [part~="source"]'),
-      "The limit of GET /markets/prices (group market), from the API's OpenAPI document.",
+      "The limit of GET /markets/prices (group prices), from the API's OpenAPI document.",
     );
     assert.equal(await page.locator('#market [part~="source"] a').getAttribute("href"), document);
 
@@ -107,7 +107,7 @@ describe("a widget given trickle serve's OpenAPI document", () => {
     for (const left of [4, 2, 0]) {
       const detail = await press(page, "#market", 200);
       assert.deepEqual(detail.mismatches, [], `agrees with ${left} left`);
-      assert.deepEqual([detail.server.status, detail.server.limit, detail.server.remaining, detail.server.group], [200, "6/8s", left, "market"]);
+      assert.deepEqual([detail.server.status, detail.server.limit, detail.server.remaining, detail.server.group], [200, "6/10m", left, "prices"]);
       assert.deepEqual([detail.status, detail.remaining], [200, left]);
     }
     const denied = await press(page, "#market", 200);
@@ -198,7 +198,7 @@ describe("a document that comes after the attributes changed again", () => {
     await requested;
     await page.evaluate((url) => document.getElementById("switch").setAttribute("openapi", url), `${api.url}/openapi.json`);
     await page.locator('#switch [part~="panel"]').waitFor();
-    assert.equal(await text(page, "#switch .limit-code"), "6/8s");
+    assert.equal(await text(page, "#switch .limit-code"), "6/10m");
     // A second widget reading the held document is ready only after the first's read of it
     // has come back: by then, the first has dropped it.
     await page.evaluate((url) => {
@@ -207,7 +207,7 @@ describe("a document that comes after the attributes changed again", () => {
     release();
     assert.equal(await page.evaluate(() => document.getElementById("witness").ready), true);
     assert.equal(await text(page, "#witness .limit-code"), "99/1h", "the held document came");
-    assert.equal(await text(page, "#switch .limit-code"), "6/8s", "and the widget that asked before kept what it says now");
+    assert.equal(await text(page, "#switch .limit-code"), "6/10m", "and the widget that asked before kept what it says now");
     await assertClean(opened);
     await opened.close();
   });
