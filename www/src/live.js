@@ -322,8 +322,9 @@ export class LiveSession {
   /**
    * The presses the model was charged for since the last reset, in order: when each
    * request left and its answer came (t0, t1), when the model counted it (t, one of the
-   * two), and what it reserved and was charged; so that the model can be built again with
-   * one of them counted at the other end (#recount).
+   * two), what it reserved and was charged, and how the model answered it (let in or not,
+   * and what was left); so that the model can be built again with one of them counted at
+   * its answer (#recount).
    */
   #charged = [];
   #body;
