@@ -51,6 +51,8 @@ local function decide(call_keys, args)
     local limits = (#numbers / 8 - 5) / 2
     local pending = keys[limits * keys_per_limit + 1]
 
+    -- One limit's hit, the call made most, in straight-line code where the algorithm has
+    -- it (prelude.lua, hit_alone).
     if limits == 1 and op == 'hit' and not report_next and hit_alone then
         local tokens, window = struct.unpack('<dd', numbers, 41)
         local reply = hit_alone(keys[1], tokens, window)
