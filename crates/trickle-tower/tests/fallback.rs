@@ -329,8 +329,9 @@ fn redis_paused_then_killed_under_a_burst_admits_exactly_the_fallbacks_share_the
     let (median, longest) = latency(&open);
     eprintln!("paused, breaker open: 20 in a row, median {median:?}, longest {longest:?}");
     // A request that waits for Redis takes at least TIMEOUT, as the burst above did; one
-    // that does not is stretched only by the machine's load, never to TIMEOUT for most.
-    assert!(median < TIMEOUT / 10, "median {median:?}");
+    // that does not is stretched only by the machine's load, which on a loaded machine can
+    // be tens of ms, but never to TIMEOUT for most.
+    assert!(median < TIMEOUT / 2, "median {median:?}");
     waited_only_as_probes(&open, started.elapsed(), outages_before, &rig);
     assert_eq!(rig.backend.breaker(), BreakerState::Open);
 
