@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use trickle_core::Policy;
+use trickle_core::{Limit, Policy};
 
 /// What one run of the binary left behind.
 pub struct Run {
@@ -510,11 +510,16 @@ pub struct Straddled {
 }
 
 /// `Err` when requests meant for the same windows, the first sent at `sent` and the last
-/// answered at `answered`, crossed a window boundary of some limit of `policy`: on a loaded
-/// machine round trips can outlast the margins [`wait_inside_windows`] leaves.
-pub fn within_windows(policy: &Policy, sent: u64, answered: u64) -> Result<(), Straddled> {
-    let crossed = policy
-        .limits()
+/// answered at `answered`, crossed a window boundary of one of `limits` (a policy's, or
+/// those of its limits a longer run must stay within): on a loaded machine round trips can
+/// outlast the margins [`wait_inside_windows`] leaves.
+pub fn within_windows(
+    limits: impl IntoIterator<Item = Limit>,
+    sent: u64,
+    answered: u64,
+) -> Result<(), Straddled> {
+    let crossed = limits
+        .into_iter()
         .any(|limit| sent / limit.window_ms() != answered / limit.window_ms());
     if crossed {
         return Err(Straddled { sent, answered });
