@@ -433,27 +433,29 @@ describe("against a server of both dialects", () => {
   });
 });
 
+/** When the round-trip tests' widgets open: a window boundary of 6/8s, and the next one. */
+const START = 80_000;
+const BOUNDARY = START + 8_000;
+
 /**
  * A stand-in server at 6/8s, answered by Playwright on the page's own origin, on the page's
- * fake clock: the test says when each request leaves (the page's clock), when the server
- * decides it (`timing.decideAt`) and when its answer comes back (`timing.answerAt`, or null
- * to leave the clock where it is); `timing.refuse` makes it refuse whatever its bucket
- * holds. `open(html)` opens the widget in front of it.
+ * fake clock: the test says when each request leaves (the page's clock, at START when the
+ * widget opens), when the server decides it (`timing.decideAt`) and when its answer comes
+ * back (`timing.answerAt`, or null to leave the clock where it is); `timing.refuse` makes it
+ * refuse whatever its bucket holds. `open(html)` opens the widget in front of it, and the
+ * `close` it gives also frees the server.
  */
-function standIn(start) {
+function standIn() {
   const server = new Limiter({ limit: "6/8s" });
-  const timing = { decideAt: start, answerAt: null, refuse: false };
+  const timing = { decideAt: START, answerAt: null, refuse: false };
   let page;
   const answer = async (route) => {
     if (timing.answerAt !== null) await page.clock.setFixedTime(timing.answerAt);
-    if (timing.refuse) {
-      // A server that refuses whatever its bucket holds.
-      const headers = { "x-ratelimit-limit": "6/8s", "x-ratelimit-remaining": "0", "x-ratelimit-used": "0", "retry-after": "1" };
-      await route.fulfill({ status: 429, headers, body: "" });
-      return;
-    }
-    // The core's flow: reserve 1, then settle the answer at 1.
-    const decision = server.respond(timing.decideAt, 1, 1);
+    // The core's flow, reserve 1 and then settle the answer at 1; or a 429 that says nothing
+    // is left.
+    const decision = timing.refuse
+      ? { status: 429, allowed: false, remaining: 0, cost: 0, retryAfter: 1 }
+      : server.respond(timing.decideAt, 1, 1);
     const headers = {
       "x-ratelimit-limit": "6/8s",
       "x-ratelimit-remaining": String(decision.remaining),
@@ -465,16 +467,19 @@ function standIn(start) {
   const open = async (html) => {
     const opened = await openLive(html, { clock: true, routes: [["**/api/flat", answer]] });
     page = opened.page;
-    await page.clock.setFixedTime(start);
-    return opened;
+    await page.clock.setFixedTime(START);
+    const close = async () => {
+      await opened.close();
+      server.free();
+    };
+    return { ...opened, close };
   };
   return { server, timing, open };
 }
 
 describe("a press whose answer changes during its round trip", () => {
   it("agrees when the server's answer is the model's at either end", async () => {
-    const START = 80_000; // a window boundary
-    const { server, timing, open } = standIn(START);
+    const { server, timing, open } = standIn();
     const { page, problems, close } = await open(
       `<rate-limit-demo id="timed" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
     );
@@ -484,14 +489,13 @@ describe("a press whose answer changes during its round trip", () => {
     // 6 × (8000 − e) / 8000 + 1 ≤ 6, at e = 1334 ms. The request leaves at e = 1330, when the
     // model still refuses it; the server decides at 1336 and lets it in; the answer is back
     // at 1340, when the model lets it in too. Judged at the press alone, a mismatch.
-    const boundary = START + 8_000;
-    await page.clock.setFixedTime(boundary + 1_330);
-    timing.decideAt = boundary + 1_336;
-    timing.answerAt = boundary + 1_340;
+    await page.clock.setFixedTime(BOUNDARY + 1_330);
+    timing.decideAt = BOUNDARY + 1_336;
+    timing.answerAt = BOUNDARY + 1_340;
     const straddling = await press(page, "#timed");
     assert.equal(straddling.server.status, 200);
     assert.deepEqual(straddling.mismatches, [], "no mismatch: the model lets it in by the time the answer is back");
-    assert.deepEqual([straddling.allowed, straddling.t], [true, boundary + 1_340], "the model decided at the answer's end");
+    assert.deepEqual([straddling.allowed, straddling.t], [true, BOUNDARY + 1_340], "the model decided at the answer's end");
     assert.deepEqual([straddling.server.remaining, straddling.remaining], [0, 0]);
 
     // The same press answered 429 agrees too: the model refused it when it left.
@@ -501,21 +505,19 @@ describe("a press whose answer changes during its round trip", () => {
     timing.answerAt = null;
     await page.clock.setFixedTime(START);
     for (let n = 0; n < 6; n++) await press(page, "#timed");
-    await page.clock.setFixedTime(boundary + 1_330);
-    timing.decideAt = boundary + 1_332;
-    timing.answerAt = boundary + 1_340;
+    await page.clock.setFixedTime(BOUNDARY + 1_330);
+    timing.decideAt = BOUNDARY + 1_332;
+    timing.answerAt = BOUNDARY + 1_340;
     const refused = await press(page, "#timed");
     assert.equal(refused.server.status, 429);
     assert.deepEqual(refused.mismatches, [], "no mismatch: the model refused it when it left");
-    assert.deepEqual([refused.allowed, refused.t], [false, boundary + 1_330]);
+    assert.deepEqual([refused.allowed, refused.t], [false, BOUNDARY + 1_330]);
     await assertPageUnharmed(page, problems);
     await close();
-    server.free();
   });
 
   it("agrees on a later press when the server counted an earlier one at its answer's end", async () => {
-    const START = 80_000; // a window boundary
-    const { server, timing, open } = standIn(START);
+    const { timing, open } = standIn();
     const { page, problems, close } = await open(
       `<rate-limit-demo id="recounted" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
     );
@@ -523,49 +525,45 @@ describe("a press whose answer changes during its round trip", () => {
 
     // The sixth leaves 10 ms before the window ends and the server counts it 10 ms after, in
     // the next window; both ends let it in, so the model counts it when it left.
-    const boundary = START + 8_000;
-    await page.clock.setFixedTime(boundary - 10);
-    timing.decideAt = boundary + 10;
-    timing.answerAt = boundary + 20;
+    await page.clock.setFixedTime(BOUNDARY - 10);
+    timing.decideAt = BOUNDARY + 10;
+    timing.answerAt = BOUNDARY + 20;
     const sixth = await press(page, "#recounted");
-    assert.deepEqual([sixth.server.status, sixth.mismatches, sixth.t], [200, [], boundary - 10]);
+    assert.deepEqual([sixth.server.status, sixth.mismatches, sixth.t], [200, [], BOUNDARY - 10]);
 
     // 1.4 s on, the model (six in the window before) lets a seventh in: 6 × 6600 / 8000 + 1
     // = 5.95 ≤ 6. The server (five there, one in this window) refuses it: 5 × 6600 / 8000 +
     // 1 + 1 = 6.125. Counting the sixth at its answer instead, the model refuses it too.
-    await page.clock.setFixedTime(boundary + 1_400);
-    timing.decideAt = boundary + 1_400;
+    await page.clock.setFixedTime(BOUNDARY + 1_400);
+    timing.decideAt = BOUNDARY + 1_400;
     timing.answerAt = null;
     const seventh = await press(page, "#recounted");
     assert.equal(seventh.server.status, 429);
     assert.deepEqual([seventh.allowed, seventh.mismatches], [false, []], "the sixth recounted, as the server counted it");
     assert.equal(await page.locator('#recounted [part~="remaining"]').textContent(), "0 of 6 left");
     // And the model now holds what the server does: at 1.6 s one fits both.
-    await page.clock.setFixedTime(boundary + 1_600);
-    timing.decideAt = boundary + 1_600;
+    await page.clock.setFixedTime(BOUNDARY + 1_600);
+    timing.decideAt = BOUNDARY + 1_600;
     const eighth = await press(page, "#recounted");
     assert.deepEqual([eighth.server.status, eighth.allowed, eighth.mismatches], [200, true, []]);
     assert.deepEqual(await mismatches(page), [], "no mismatch event");
     await assertPageUnharmed(page, problems);
     await close();
-    server.free();
   });
 
   it("still flags a server that decides otherwise, whatever the recount", async () => {
-    const START = 80_000; // a window boundary
-    const { server, timing, open } = standIn(START);
+    const { timing, open } = standIn();
     const { page, problems, close } = await open(
       `<rate-limit-demo id="refusing" limit="6/8s" endpoint="/api/flat"></rate-limit-demo>`,
     );
-    // A first press across the boundary, counted by the model when it left: one the recount
+    // A first press across the BOUNDARY, counted by the model when it left: one the recount
     // may move. Then a server that refuses with five tokens left.
-    const boundary = START + 8_000;
-    await page.clock.setFixedTime(boundary - 10);
-    timing.decideAt = boundary + 10;
-    timing.answerAt = boundary + 20;
+    await page.clock.setFixedTime(BOUNDARY - 10);
+    timing.decideAt = BOUNDARY + 10;
+    timing.answerAt = BOUNDARY + 20;
     const first = await press(page, "#refusing");
-    assert.deepEqual([first.server.status, first.mismatches, first.t], [200, [], boundary - 10]);
-    await page.clock.setFixedTime(boundary + 100);
+    assert.deepEqual([first.server.status, first.mismatches, first.t], [200, [], BOUNDARY - 10]);
+    await page.clock.setFixedTime(BOUNDARY + 100);
     timing.answerAt = null;
     timing.refuse = true;
     const refused = await press(page, "#refusing");
@@ -573,7 +571,6 @@ describe("a press whose answer changes during its round trip", () => {
     assert.equal((await mismatches(page)).length, 1, "one mismatch event");
     await assertPageUnharmed(page, problems);
     await close();
-    server.free();
   });
 });
 
