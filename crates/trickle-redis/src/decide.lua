@@ -54,7 +54,7 @@ local function decide(call_keys, args)
     -- One limit's hit, the call made most, in straight-line code where the algorithm has
     -- it (prelude.lua, hit_alone).
     if limits == 1 and op == 'hit' and not report_next and hit_alone then
-        local tokens, window = struct.unpack('<dd', numbers, 41)
+        local tokens, window = struct.unpack('<dd', numbers, 25 + 16 * 1)
         local reply = hit_alone(keys[1], tokens, window)
         if reply then
             return reply
